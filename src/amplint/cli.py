@@ -1,0 +1,460 @@
+"""The ``amplint`` command line: ``check`` (the default), ``rules``, ``rule`` and ``verify``.
+
+Kept cheap to import: only click at module level. The engine, the reporters and the runtime
+companion are imported when a command needs them (``amplint --version`` imports no rule,
+and nothing here ever imports torch).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+import amplint
+
+EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+OUTPUT_FORMATS = ("full", "concise", "json", "sarif", "github", "text")
+CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+_VERIFY_HELP = "Run a training script with AMP and check that it still trains (needs amplint[runtime])."
+
+
+def _error(message: str) -> None:
+    click.echo(f"amplint: error: {message}", err=True)
+
+
+def _warning(message: str) -> None:
+    click.echo(f"amplint: warning: {message}", err=True)
+
+
+class Failure(Exception):
+    """A one-line error that ends the command with exit 2."""
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+# --------------------------------------------------------------------------- the group
+
+
+class AmplintGroup(click.Group):
+    """``amplint [PATHS] [OPTIONS]`` without a subcommand behaves exactly as ``amplint check``."""
+
+    _GROUP_ARGS = frozenset({"-h", "--help", "--version"})
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not args or (args[0] not in self.list_commands(ctx) and args[0] not in self._GROUP_ARGS):
+            args = ["check", *args]
+        return super().parse_args(ctx, args)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return [*super().list_commands(ctx), "verify"]
+
+    def get_command(self, ctx: click.Context, name: str):
+        if name == "verify":
+            return _load_verify()
+        return super().get_command(ctx, name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        # Listing commands must not import the runtime companion.
+        rows = []
+        for name in self.list_commands(ctx):
+            if name == "verify":
+                rows.append((name, _VERIFY_HELP))
+            else:
+                command = super().get_command(ctx, name)
+                if command is not None and not command.hidden:
+                    rows.append((name, command.get_short_help_str(limit=formatter.width - 6 - 10)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+def _load_verify() -> click.Command:
+    import importlib.util
+
+    def unavailable(message: str) -> click.Command:
+        @click.command("verify", context_settings={"ignore_unknown_options": True, "allow_extra_args": True}, add_help_option=False)
+        def stub() -> None:
+            _error(message)
+            sys.exit(EXIT_ERROR)
+
+        return stub
+
+    hint = "amplint verify needs PyTorch: pip install 'amplint[runtime]'"
+    try:
+        if importlib.util.find_spec("torch") is None:
+            return unavailable(hint)
+    except (ImportError, ValueError):
+        return unavailable(hint)
+    try:
+        from amplint.runtime.command import verify_command
+    except ImportError as exc:
+        if (getattr(exc, "name", None) or "").split(".")[0] == "torch":
+            return unavailable(hint)
+        return unavailable(f"amplint verify is unavailable: {exc}")
+    return verify_command
+
+
+@click.group(cls=AmplintGroup, context_settings=CONTEXT_SETTINGS)
+@click.version_option(amplint.__version__, "--version", prog_name="amplint", message="%(prog)s %(version)s")
+def main_group() -> None:
+    """Find and fix misuse of PyTorch automatic mixed precision (AMP).
+
+    Without a command, `amplint [PATHS] [OPTIONS]` runs `amplint check`.
+    """
+
+
+# --------------------------------------------------------------------------- check
+
+
+def _split(values: tuple[str, ...]) -> tuple[str, ...]:
+    out: list[str] = []
+    for value in values:
+        out.extend(part.strip().upper() for part in value.split(",") if part.strip())
+    return tuple(out)
+
+
+def _check_selectors(option: str, selectors: tuple[str, ...]) -> None:
+    from amplint.settings import SelectionError, _expand, _known_codes
+
+    try:
+        _expand(selectors, _known_codes())
+    except SelectionError as exc:
+        raise Failure(f"{option}: {exc}") from None
+
+
+def _display(path: Path) -> str:
+    text = os.path.normpath(str(path))
+    if os.path.isabs(text):
+        try:
+            rel = os.path.relpath(text)
+        except ValueError:  # pragma: no cover - other drive
+            return text
+        if not rel.startswith(".."):
+            return rel
+    return text
+
+
+def _project_root(config, start: Path) -> Path:
+    if config.path is not None:
+        return config.path.parent
+    from amplint.discovery import find_git_root
+
+    git_root = find_git_root(start.resolve() if start.exists() else Path.cwd())
+    return git_root if git_root is not None else Path.cwd()
+
+
+@main_group.command("check", context_settings=CONTEXT_SETTINGS)
+@click.argument("paths", nargs=-1, type=click.Path(path_type=str))
+@click.option("--fix/--no-fix", default=False, help="Apply fixes (safe ones; add --unsafe-fixes for the rest).")
+@click.option("--unsafe-fixes", is_flag=True, help="Also offer and apply unsafe fixes.")
+@click.option("--diff", is_flag=True, help="Print the unified diff --fix would apply; write nothing (exit 1 if any).")
+@click.option("--show-fixes", is_flag=True, help="With --fix/--diff: list what was fixed, per file and code.")
+@click.option("--select", multiple=True, metavar="CODES", help="Rules to run (codes, prefixes or ALL; comma-separated). Replaces the configured selection.")
+@click.option("--extend-select", multiple=True, metavar="CODES", help="Rules to run in addition to the selection.")
+@click.option("--ignore", multiple=True, metavar="CODES", help="Rules not to run.")
+@click.option("--exclude", multiple=True, metavar="PATTERN", help="Exclude patterns (gitignore syntax); replaces the defaults.")
+@click.option("--extend-exclude", multiple=True, metavar="PATTERN", help="Exclude patterns added to the defaults.")
+@click.option("--respect-gitignore/--no-respect-gitignore", default=True, show_default=True, help="Skip files ignored by .gitignore.")
+@click.option("--output-format", "--format", "output_format", type=click.Choice(OUTPUT_FORMATS), default=None,
+              help="full (default; alias text), concise, json, sarif or github.")
+@click.option("--statistics", is_flag=True, help="Show the number of findings per rule instead of the findings.")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
+@click.option("-q", "--quiet", is_flag=True, help="Print findings only: no summary, no warnings.")
+@click.option("--config", "config_path", type=click.Path(path_type=str), help="Configuration file (pyproject.toml or amplint.toml).")
+@click.option("--target-torch", metavar="VERSION", help="Oldest torch the code must run on, e.g. 2.2.")
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=None, help="Parallel workers (default: the CPU cores).")
+@click.option("--no-cache", is_flag=True, help="Do not read or write the result cache.")
+@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=str), help="Cache folder (default: .amplint_cache in the project root).")
+@click.option("--no-prefilter", is_flag=True, help="Parse every file, even those without any AMP trigger text.")
+@click.option("--stdin-filename", metavar="PATH", help="The name of the file read from stdin (`-`).")
+def check_command(paths, **options) -> None:
+    """Lint PATHS (files or directories; default `.`; `-` reads stdin)."""
+    try:
+        code = _check(list(paths), **options)
+    except Failure as exc:
+        _error(str(exc))
+        code = EXIT_ERROR
+    except BrokenPipeError:  # pragma: no cover - `amplint check | head`
+        code = EXIT_ERROR
+    sys.exit(code)
+
+
+def _settings_and_config(paths: list[str], options: dict):
+    from amplint.config import ConfigError, resolve_config
+    from amplint.settings import SelectionError, Settings, parse_torch_version
+
+    if paths and paths[0] != "-":
+        start = Path(paths[0])
+    elif options["stdin_filename"]:
+        start = Path(options["stdin_filename"])
+    else:
+        start = Path.cwd()
+    try:
+        config = resolve_config(options["config_path"], start if start.exists() else Path.cwd())
+    except ConfigError as exc:
+        raise Failure(str(exc)) from None
+
+    cli_select = _split(options["select"])
+    cli_extend = _split(options["extend_select"])
+    cli_ignore = _split(options["ignore"])
+    for option, selectors in (("--select", cli_select), ("--extend-select", cli_extend), ("--ignore", cli_ignore)):
+        _check_selectors(option, selectors)
+    target = config.target_torch
+    if options["target_torch"]:
+        try:
+            target = parse_torch_version(options["target_torch"])
+        except SelectionError as exc:
+            raise Failure(f"--target-torch: {exc}") from None
+    settings = Settings(
+        select=cli_select or (config.select or ()),
+        extend_select=(() if cli_select else config.extend_select) + cli_extend,
+        ignore=config.ignore + cli_ignore,
+        per_file_ignores=config.per_file_ignores,
+        target_torch=target,
+        prefilter=not options["no_prefilter"],
+        root=str(config.root.resolve()),
+    )
+    try:
+        settings.validate()
+    except SelectionError as exc:  # pragma: no cover - each part was checked above
+        raise Failure(str(exc)) from None
+    return settings, config, start
+
+
+def _check(paths: list[str], **options) -> int:
+    from amplint.report import HUMAN_FORMATS, canonical_format
+
+    output_format = canonical_format(options["output_format"] or "full")
+    mode = "diff" if options["diff"] else "fix" if options["fix"] else "check"
+    settings, config, start = _settings_and_config(paths, options)
+    use_stdin = paths == ["-"] or (not paths and options["stdin_filename"] is not None)
+    if "-" in paths and not use_stdin:
+        raise Failure("`-` (stdin) cannot be combined with other paths")
+    human = output_format in HUMAN_FORMATS
+    quiet = options["quiet"]
+
+    if use_stdin:
+        results, paths_map, had_usage_error = _run_stdin(settings, mode, options, output_format), {}, False
+    else:
+        results, paths_map, had_usage_error = _run_files(paths or ["."], settings, config, start, mode, options, quiet)
+
+    from amplint.model import Finding
+    from amplint.report import ReportContext, get_reporter, statistics
+
+    results.sort(key=lambda r: r.filename)
+    findings = sorted((f for r in results for f in r.findings), key=Finding.sort_key)
+    context = ReportContext(results, mode, options["unsafe_fixes"], options["show_fixes"], paths_map, output_format)
+
+    internal = False
+    unreadable = 0
+    for result in results:
+        for error in result.errors:
+            _error(error.message)
+            internal = internal or error.internal
+            unreadable += not error.internal
+
+    fixed = sum(r.fixed_count for r in results)
+    changed = [r for r in results if r.changed]
+    stdin_fixed_output = use_stdin and mode == "fix"
+    out = sys.stderr if stdin_fixed_output else sys.stdout
+    if mode == "diff":
+        from amplint.report.diff import render_diffs
+
+        text = render_diffs(changed)
+        if text:
+            out.write(text)
+    else:
+        reporter = get_reporter(output_format)
+        if options["statistics"]:
+            text = reporter.render_statistics(statistics(findings, context), context)
+        else:
+            text = reporter.render(findings, context)
+        if text or not human:
+            out.write(text)
+    out.flush()
+
+    if options["show_fixes"] and mode in ("fix", "diff"):
+        _show_fixes(changed, settings, mode)
+    if human and not quiet:
+        click.echo(_summary(mode, findings, fixed, changed, unreadable, context), err=True)
+
+    if internal or had_usage_error:
+        return EXIT_ERROR
+    if options["exit_zero"]:
+        return EXIT_OK
+    if mode == "diff":
+        return EXIT_FINDINGS if changed else EXIT_OK
+    return EXIT_FINDINGS if findings or unreadable else EXIT_OK
+
+
+def _summary(mode: str, findings, fixed: int, changed, unreadable: int, context) -> str:
+    remaining = len(findings)
+    if mode == "diff":
+        line = f"Would fix {_plural(fixed, 'error')}." if changed else "No errors would be fixed."
+        if remaining:
+            line += f" {remaining} would remain."
+    elif mode == "fix" and fixed:
+        line = f"Fixed {_plural(fixed, 'error')}, {remaining} remaining." if remaining else f"Fixed {_plural(fixed, 'error')}."
+    elif remaining:
+        applicable = sum(context.applicable(f) for f in findings)
+        hidden = sum(1 for f in findings if f.fix is not None and not context.applicable(f))
+        notes = []
+        if applicable:
+            notes.append(f"{applicable} fixable with --fix")
+        if hidden:
+            notes.append(f"{hidden} fixable with --fix --unsafe-fixes")
+        line = f"Found {_plural(remaining, 'error')}" + (f" ({', '.join(notes)})" if notes else "") + "."
+    else:
+        line = "All checks passed!"
+    if unreadable:
+        line += f" {_plural(unreadable, 'file')} could not be checked."
+    return line
+
+
+def _show_fixes(changed, settings, mode: str) -> None:
+    """Per file, how many findings of each code ``--fix`` removed (or would remove)."""
+    from collections import Counter
+
+    from amplint.engine import lint_text
+    from amplint.report import rule_name
+
+    if not changed:
+        click.echo("No errors fixed." if mode == "fix" else "No errors would be fixed.", err=True)
+        return
+    click.echo("Fixed:" if mode == "fix" else "Would fix:", err=True)
+    for result in changed:
+        before = Counter(f.code for f in lint_text(result.original_source or "", result.filename, settings).findings)
+        after = Counter(f.code for f in result.findings)
+        click.echo(f"- {result.filename}:", err=True)
+        for code in sorted(before):
+            count = before[code] - after.get(code, 0)
+            if count > 0:
+                click.echo(f"    {count} × {code} ({rule_name(code)})", err=True)
+
+
+def _run_files(paths, settings, config, start, mode, options, quiet):
+    from amplint.discovery import DEFAULT_EXCLUDE, discover
+    from amplint.engine import Job, default_jobs, run_jobs
+
+    exclude = options["exclude"] or (config.exclude if config.exclude is not None else DEFAULT_EXCLUDE)
+    extend_exclude = (*config.extend_exclude, *options["extend_exclude"])
+    found = discover(paths, exclude, extend_exclude, root=config.root, respect_gitignore=options["respect_gitignore"])
+    for missing in found.missing:
+        _error(f"no such file or directory: {missing}")
+    if not quiet:
+        for empty in found.empty:
+            _warning(f"no Python files found in {empty}")
+
+    cache_dir = None
+    cache = None
+    if mode == "check" and not options["no_cache"]:
+        from amplint.cache import Cache, default_cache_dir
+
+        directory = Path(options["cache_dir"]) if options["cache_dir"] else default_cache_dir(_project_root(config, start))
+        cache = Cache(directory.resolve())
+        try:
+            cache.ensure()
+            cache_dir = str(cache.root)
+        except OSError:
+            cache = None  # an unwritable cache folder only costs speed
+
+    jobs = []
+    paths_map = {}
+    for path in found.files:
+        display = _display(path)
+        paths_map[display] = str(path.resolve())
+        jobs.append(Job(str(path), settings, mode=mode, unsafe=options["unsafe_fixes"], display=display, cache_dir=cache_dir))
+    results = run_jobs(jobs, options["jobs"] or default_jobs())
+    if cache is not None:
+        try:
+            cache.prune()
+        except OSError:
+            pass
+    return results, paths_map, bool(found.missing)
+
+
+def _run_stdin(settings, mode, options, output_format):
+    from amplint.engine import lint_text
+    from amplint.model import FileError, FileResult
+    from amplint.sourcefile import SourceError, decode_source, encode_source
+
+    filename = options["stdin_filename"] or "-"
+    data = sys.stdin.buffer.read()
+    try:
+        source = decode_source(data, filename)
+    except SourceError as exc:
+        if mode == "fix":
+            sys.stdout.buffer.write(data)  # a pipe must not lose the file
+            sys.stdout.flush()
+        return [FileResult(filename=filename, errors=[FileError(filename, str(exc))])]
+    try:
+        result = lint_text(source.text, filename, settings, fix=mode in ("fix", "diff"), unsafe=options["unsafe_fixes"])
+    except Exception as exc:  # noqa: BLE001 - report, never a traceback
+        result = FileResult(filename=filename, errors=[FileError(filename, f"{filename}: internal error: {type(exc).__name__}: {exc}", internal=True)])
+        result.source = source.text
+    if mode == "fix":
+        sys.stdout.buffer.write(encode_source(source, result.source if result.source is not None else source.text))
+        sys.stdout.flush()
+    return [result]
+
+
+# --------------------------------------------------------------------------- rules / rule
+
+
+@main_group.command("rules", context_settings=CONTEXT_SETTINGS)
+@click.option("--output-format", "--format", "output_format", type=click.Choice(["text", "json"]), default="text")
+def rules_command(output_format: str) -> None:
+    """List every rule: code, name, fix availability, severity, default."""
+    from amplint.report.ruledoc import all_rule_rows
+
+    rows = all_rule_rows()
+    if output_format == "json":
+        import json
+
+        click.echo(json.dumps(rows, indent=2))
+        return
+    header = ("Code", "Name", "Fix", "Severity", "Default")
+    table = [header] + [(r["code"], r["name"], r["fixable"], r["severity"], "on" if r["default"] else "off") for r in rows]
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    for row in table:
+        click.echo("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+
+
+@main_group.command("rule", context_settings=CONTEXT_SETTINGS)
+@click.argument("code")
+def rule_command(code: str) -> None:
+    """Show the documentation of rule CODE (e.g. AMP003)."""
+    from amplint.report.ruledoc import render_rule
+
+    text = render_rule(code)
+    if text is None:
+        _error(f"unknown rule code '{code}' (see `amplint rules`)")
+        sys.exit(EXIT_ERROR)
+    click.echo(text, nl=False)
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+def main(argv: list[str] | None = None) -> None:
+    try:
+        main_group.main(args=argv, prog_name="amplint")
+    except KeyboardInterrupt:
+        _error("interrupted")
+        sys.exit(130)
+    except SystemExit:
+        raise
+    except Exception as exc:  # noqa: BLE001 - one line, never a traceback (AMPLINT_DEBUG=1 shows it)
+        if os.environ.get("AMPLINT_DEBUG"):
+            raise
+        _error(f"internal error: {type(exc).__name__}: {exc} (set AMPLINT_DEBUG=1 for a traceback)")
+        sys.exit(EXIT_ERROR)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,191 @@
+"""``[tool.amplint]`` in ``pyproject.toml`` and top-level keys in ``amplint.toml``.
+
+The nearest configuration file is searched upward from the first path given (or the
+current directory). In one directory ``amplint.toml`` wins over ``pyproject.toml``; a
+``pyproject.toml`` without a ``[tool.amplint]`` table is not a configuration file and the
+search goes on upward. Every problem is a :class:`ConfigError` whose message is one line
+naming the file (and the key): the CLI prints it as ``amplint: error: <message>``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+CONFIG_FILES = ("amplint.toml", "pyproject.toml")
+
+KEYS = (
+    "select",
+    "ignore",
+    "extend-select",
+    "per-file-ignores",
+    "exclude",
+    "extend-exclude",
+    "target-torch",
+)
+
+
+class ConfigError(Exception):
+    """A one-line, user-facing problem with a configuration file."""
+
+
+@dataclass(frozen=True)
+class Config:
+    path: Path | None = None  # the file the values came from (None: defaults)
+    select: tuple[str, ...] | None = None  # None: not set
+    ignore: tuple[str, ...] = ()
+    extend_select: tuple[str, ...] = ()
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    exclude: tuple[str, ...] | None = None  # None: the default excludes
+    extend_exclude: tuple[str, ...] = ()
+    target_torch: tuple[int, int] | None = None
+    target_torch_text: str | None = field(default=None, compare=False)
+
+    @property
+    def root(self) -> Path:
+        """Directory that per-file-ignores and exclude patterns are relative to."""
+        return self.path.parent if self.path is not None else Path.cwd()
+
+
+def _load_toml(path: Path, label: str) -> dict[str, Any]:
+    try:
+        import tomllib  # type: ignore[import-not-found]
+    except ModuleNotFoundError:  # pragma: no cover - Python 3.10
+        import tomli as tomllib  # type: ignore[no-redef]
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"{label}: cannot read ({exc.strerror or exc})") from None
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{label}: not valid UTF-8 at byte {exc.start}") from None
+    except tomllib.TOMLDecodeError as exc:
+        message = " ".join(str(exc).split())
+        raise ConfigError(f"{label}: invalid TOML: {message}") from None
+
+
+def display_path(path: Path) -> str:
+    """``path`` relative to the current directory when it lies below it."""
+    try:
+        rel = os.path.relpath(path)
+    except ValueError:  # pragma: no cover - other drive on Windows
+        return str(path)
+    return str(path) if rel.startswith("..") else rel
+
+
+def _table(path: Path) -> tuple[dict[str, Any] | None, str]:
+    """The amplint settings table in ``path`` (None if a pyproject.toml has none) and its label."""
+    label = display_path(path)
+    data = _load_toml(path, label)
+    if path.name == "pyproject.toml":
+        tool = data.get("tool")
+        if not isinstance(tool, dict) or "amplint" not in tool:
+            return None, label
+        table = tool["amplint"]
+        if not isinstance(table, dict):
+            raise ConfigError(f"{label}: [tool.amplint] must be a table")
+        return table, f"{label}: [tool.amplint]"
+    return data, label
+
+
+def find_config(start: Path | None = None) -> Path | None:
+    """The nearest configuration file at or above ``start`` (a file or directory)."""
+    here = Path(start) if start is not None else Path.cwd()
+    try:
+        here = here.resolve()
+    except OSError:  # pragma: no cover - broken path
+        here = Path.cwd().resolve()
+    if not here.is_dir():
+        here = here.parent
+    for directory in (here, *here.parents):
+        for name in CONFIG_FILES:
+            candidate = directory / name
+            if candidate.is_file():
+                if name == "pyproject.toml":
+                    table, _ = _table(candidate)
+                    if table is None:
+                        continue
+                return candidate
+    return None
+
+
+def _strings(value: Any, where: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        raise ConfigError(f"{where} must be a list of strings, e.g. [\"{value}\"]")
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ConfigError(f"{where} must be a list of strings")
+    return tuple(value)
+
+
+def _selectors(value: Any, where: str) -> tuple[str, ...]:
+    from amplint.settings import SelectionError, _expand, _known_codes
+
+    items = tuple(item.strip().upper() for item in _strings(value, where))
+    try:
+        _expand(items, _known_codes())
+    except SelectionError as exc:
+        raise ConfigError(f"{where}: {exc}") from None
+    return items
+
+
+def parse_table(table: dict[str, Any], label: str, path: Path | None) -> Config:
+    """Validate a settings table (already read from ``label``) into a :class:`Config`."""
+    from amplint.settings import SelectionError, parse_torch_version
+
+    values: dict[str, Any] = {}
+    for key, value in table.items():
+        if key not in KEYS:
+            close = difflib.get_close_matches(key, KEYS, n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            raise ConfigError(f"{label} unknown key '{key}'{hint}")
+        where = f"{label} '{key}'"
+        if key in ("select", "ignore", "extend-select"):
+            values[key.replace("-", "_")] = _selectors(value, where)
+        elif key in ("exclude", "extend-exclude"):
+            values[key.replace("-", "_")] = _strings(value, where)
+        elif key == "per-file-ignores":
+            if not isinstance(value, dict):
+                raise ConfigError(f"{where} must be a table of glob = [codes]")
+            entries = []
+            for pattern, codes in value.items():
+                entries.append((pattern, _selectors(codes, f"{label} 'per-file-ignores' \"{pattern}\"")))
+            values["per_file_ignores"] = tuple(entries)
+        elif key == "target-torch":
+            if not isinstance(value, str):
+                raise ConfigError(f"{where} must be a string such as \"2.4\" (a float would read 2.10 as 2.1)")
+            try:
+                values["target_torch"] = parse_torch_version(value)
+            except SelectionError as exc:
+                raise ConfigError(f"{where}: {exc}") from None
+            values["target_torch_text"] = value
+    return Config(path=path, **values)
+
+
+def load_config(path: Path) -> Config:
+    """Read and validate one configuration file (given with ``--config`` or found)."""
+    path = Path(path)
+    if not path.exists():
+        raise ConfigError(f"{display_path(path)}: configuration file not found")
+    if path.is_dir():
+        raise ConfigError(f"{display_path(path)}: is a directory, not a configuration file")
+    table, label = _table(path)
+    if table is None:
+        # An explicitly named pyproject.toml without [tool.amplint]: defaults, rooted there.
+        return Config(path=path.resolve())
+    if path.name != "pyproject.toml":
+        label = f"{label}:"
+    return parse_table(table, label, path.resolve())
+
+
+def resolve_config(explicit: str | os.PathLike | None, start: Path | None) -> Config:
+    """The configuration for a run: ``--config`` if given, else the nearest file, else defaults."""
+    if explicit is not None:
+        return load_config(Path(explicit))
+    found = find_config(start)
+    if found is None:
+        return Config()
+    return load_config(found)

@@ -1,0 +1,96 @@
+"""Small builders for surgical libcst edits that keep the user's layout."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+NO_SPACE = cst.SimpleWhitespace("")
+ONE_SPACE = cst.SimpleWhitespace(" ")
+
+
+def string_literal(value: str) -> cst.SimpleString:
+    return cst.SimpleString(f'"{value}"')
+
+
+def _comma_like(call: cst.Call) -> cst.Comma:
+    """A comma whose following whitespace matches how the call lays out its arguments."""
+    layout = call.whitespace_before_args
+    if isinstance(layout, cst.ParenthesizedWhitespace):
+        # Same indentation for the next argument, without repeating a comment after "(".
+        return cst.Comma(
+            whitespace_after=cst.ParenthesizedWhitespace(
+                first_line=cst.TrailingWhitespace(), indent=layout.indent, last_line=layout.last_line
+            )
+        )
+    if len(call.args) > 1 and isinstance(call.args[0].comma, cst.Comma):
+        return cst.Comma(whitespace_after=call.args[0].comma.whitespace_after)
+    return cst.Comma(whitespace_after=ONE_SPACE)
+
+
+def keywordize(arg: cst.Arg, name: str) -> cst.Arg:
+    """``value`` -> ``name=value`` keeping the argument's comma and whitespace."""
+    return arg.with_changes(
+        keyword=cst.Name(name),
+        equal=cst.AssignEqual(whitespace_before=NO_SPACE, whitespace_after=NO_SPACE),
+    )
+
+
+def insert_arg(call: cst.Call, index: int, arg: cst.Arg) -> cst.Call:
+    """Insert ``arg`` at ``index`` among the call's arguments, matching its comma style."""
+    args = list(call.args)
+    if not args:
+        return call.with_changes(args=[arg.with_changes(comma=cst.MaybeSentinel.DEFAULT)])
+    if index >= len(args):
+        last = args[-1]
+        trailing = last.comma
+        args[-1] = last.with_changes(comma=_comma_like(call))
+        args.append(arg.with_changes(comma=trailing))
+        return call.with_changes(args=args)
+    args.insert(index, arg.with_changes(comma=_comma_like(call)))
+    return call.with_changes(args=args)
+
+
+def positional(value: cst.BaseExpression) -> cst.Arg:
+    return cst.Arg(value=value)
+
+
+def keyword(name: str, value: cst.BaseExpression) -> cst.Arg:
+    return cst.Arg(
+        value=value,
+        keyword=cst.Name(name),
+        equal=cst.AssignEqual(whitespace_before=NO_SPACE, whitespace_after=NO_SPACE),
+    )
+
+
+def first_keyword_index(call: cst.Call) -> int:
+    for index, arg in enumerate(call.args):
+        if arg.keyword is not None or arg.star:
+            return index
+    return len(call.args)
+
+
+def remove_arg(call: cst.Call, target: cst.Arg) -> cst.Call:
+    """Drop one argument, keeping the previous argument's comma tidy."""
+    args = list(call.args)
+    index = next(i for i, a in enumerate(args) if a is target)
+    removed = args.pop(index)
+    if index == len(args) and args:
+        # The removed one was last: the new last argument takes its trailing comma.
+        args[-1] = args[-1].with_changes(comma=removed.comma)
+    return call.with_changes(args=args)
+
+
+def dotted_expression(text: str) -> cst.BaseExpression:
+    return cst.parse_expression(text)
+
+
+def attribute_chain(head: cst.BaseExpression, *names: str) -> cst.BaseExpression:
+    node = head
+    for name in names:
+        node = cst.Attribute(value=node, attr=cst.Name(name))
+    return node
+
+
+def parse_statement(code: str, like: cst.CSTNode | None = None) -> cst.BaseStatement:
+    """A statement parsed from ``code`` (no leading comments)."""
+    return cst.parse_statement(code)

@@ -1,0 +1,316 @@
+"""Which files to lint: the paths given, default and configured excludes, and ``.gitignore``.
+
+A small gitignore matcher (no runtime dependency): the ``.gitignore`` files from the git root
+down to each directory walked, plus ``.git/info/exclude``. Exclude patterns use the same
+syntax, relative to the configuration root. A file named explicitly is always linted.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Iterable, Sequence
+
+DEFAULT_EXCLUDE = (
+    ".bzr",
+    ".direnv",
+    ".eggs",
+    ".git",
+    ".hg",
+    ".mypy_cache",
+    ".nox",
+    ".pants.d",
+    ".pytest_cache",
+    ".pytype",
+    ".ruff_cache",
+    ".amplint_cache",
+    ".svn",
+    ".tox",
+    ".venv",
+    "__pypackages__",
+    "__pycache__",
+    "_build",
+    "buck-out",
+    "build",
+    "dist",
+    "node_modules",
+    "site-packages",
+    "venv",
+)
+
+PYTHON_SUFFIXES = (".py", ".pyi")
+
+
+# --------------------------------------------------------------------------- gitignore patterns
+
+
+def _translate(glob: str) -> str:
+    """Regex for one gitignore glob (no leading ``/`` or ``!``) matched against a relative path."""
+    out: list[str] = []
+    i, n = 0, len(glob)
+    while i < n:
+        c = glob[i]
+        if c == "*":
+            if glob.startswith("**", i):
+                before_ok = i == 0 or glob[i - 1] == "/"
+                after = glob[i + 2: i + 3]
+                if before_ok and after == "/":
+                    out.append("(?:[^/]*/)*")  # "**/": zero or more directories
+                    i += 3
+                    continue
+                if before_ok and i + 2 == n:
+                    out.append(".*")  # trailing "/**": everything inside
+                    i += 2
+                    continue
+                out.append("[^/]*")
+                i += 2
+                continue
+            out.append("[^/]*")
+        elif c == "?":
+            out.append("[^/]")
+        elif c == "[":
+            j = i + 1
+            if j < n and glob[j] in "!^":
+                j += 1
+            if j < n and glob[j] == "]":
+                j += 1
+            while j < n and glob[j] != "]":
+                j += 1
+            if j >= n:
+                out.append(re.escape(c))
+            else:
+                body = glob[i + 1: j]
+                if body[:1] in ("!", "^"):
+                    body = "^" + body[1:]
+                body = body.replace("\\", "\\\\")
+                out.append(f"(?!/)[{body}]")
+                i = j
+        elif c == "\\" and i + 1 < n:
+            i += 1
+            out.append(re.escape(glob[i]))
+        else:
+            out.append(re.escape(c))
+        i += 1
+    return "".join(out)
+
+
+@dataclass(frozen=True)
+class Pattern:
+    regex: re.Pattern[str]
+    negated: bool
+    dir_only: bool
+    source: str
+
+
+def parse_pattern(line: str) -> Pattern | None:
+    """One ``.gitignore`` line, or ``None`` for blanks and comments."""
+    line = line.rstrip("\n").rstrip("\r")
+    if not line or line.startswith("#"):
+        return None
+    # Trailing spaces are ignored unless escaped with a backslash.
+    stripped = line.rstrip(" ")
+    if stripped.endswith("\\") and len(stripped) < len(line):
+        stripped += " "
+    line = stripped
+    if not line:
+        return None
+    negated = False
+    if line.startswith("!"):
+        negated, line = True, line[1:]
+    elif line.startswith("\\!") or line.startswith("\\#"):
+        line = line[1:]
+    dir_only = line.endswith("/")
+    line = line.rstrip("/")
+    if not line:
+        return None
+    anchored = "/" in line
+    line = line.lstrip("/")
+    body = _translate(line)
+    regex = body if anchored else f"(?:.*/)?{body}"
+    return Pattern(re.compile(f"^{regex}$", re.DOTALL), negated, dir_only, line)
+
+
+@dataclass
+class IgnoreFile:
+    """Patterns that apply below ``base`` (the directory holding the ``.gitignore``)."""
+
+    base: Path
+    patterns: list[Pattern] = field(default_factory=list)
+
+    @classmethod
+    def from_lines(cls, base: Path, lines: Iterable[str]) -> "IgnoreFile":
+        patterns = [p for p in (parse_pattern(line) for line in lines) if p is not None]
+        return cls(base, patterns)
+
+    def match(self, rel: str, is_dir: bool) -> bool | None:
+        """True ignored, False re-included (``!``), None no opinion; ``rel`` is posix, relative to base."""
+        for pattern in reversed(self.patterns):
+            if pattern.dir_only and not is_dir:
+                continue
+            if pattern.regex.match(rel):
+                return not pattern.negated
+        return None
+
+
+@lru_cache(maxsize=4096)
+def _read_ignore_file(path: str) -> tuple[str, ...] | None:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return tuple(handle.read().splitlines())
+    except OSError:
+        return None
+
+
+def _ignore_file_at(directory: Path, name: str = ".gitignore") -> IgnoreFile | None:
+    lines = _read_ignore_file(str(directory / name))
+    if not lines:
+        return None
+    ignore = IgnoreFile.from_lines(directory, lines)
+    return ignore if ignore.patterns else None
+
+
+def find_git_root(start: Path) -> Path | None:
+    here = start if start.is_dir() else start.parent
+    for directory in (here, *here.parents):
+        if (directory / ".git").exists():
+            return directory
+    return None
+
+
+def _is_ignored(stack: Sequence[IgnoreFile], path: Path, is_dir: bool) -> bool:
+    """Deeper ``.gitignore`` files override shallower ones; the last matching line wins in each."""
+    for ignore in reversed(stack):
+        try:
+            rel = path.relative_to(ignore.base).as_posix()
+        except ValueError:
+            continue
+        verdict = ignore.match(rel, is_dir)
+        if verdict is not None:
+            return verdict
+    return False
+
+
+# --------------------------------------------------------------------------- discovery
+
+
+@dataclass
+class Discovery:
+    files: list[Path] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)  # paths given that do not exist
+    empty: list[str] = field(default_factory=list)  # directories given that hold no Python file
+
+
+class Excluder:
+    """Exclude patterns (gitignore syntax): a name matches at any depth, a path from ``root``."""
+
+    def __init__(self, patterns: Sequence[str], root: Path) -> None:
+        self.root = root
+        self.ignore = IgnoreFile.from_lines(root, patterns)
+
+    def excluded(self, path: Path, is_dir: bool) -> bool:
+        if not self.ignore.patterns:
+            return False
+        try:
+            rel = path.relative_to(self.root).as_posix()
+        except ValueError:
+            rel = path.name  # outside the root: only name patterns can apply
+        if self.ignore.match(rel, is_dir):
+            return True
+        return bool(self.ignore.match(path.name, is_dir))
+
+
+def _gitignore_stack(directory: Path, git_root: Path | None) -> list[IgnoreFile]:
+    """Ignore files that apply to ``directory`` itself: from the git root down to it."""
+    if git_root is None:
+        return []
+    stack: list[IgnoreFile] = []
+    info = _ignore_file_at(git_root / ".git" / "info", "exclude")
+    if info is not None:
+        stack.append(IgnoreFile(git_root, info.patterns))
+    try:
+        rel_parts = directory.relative_to(git_root).parts
+    except ValueError:
+        return stack
+    current = git_root
+    for part in ("", *rel_parts):
+        current = current / part if part else current
+        found = _ignore_file_at(current)
+        if found is not None:
+            stack.append(found)
+    return stack
+
+
+def _walk(directory: Path, stack: list[IgnoreFile], excluder: Excluder, use_gitignore: bool, out: list[Path]) -> None:
+    try:
+        entries = sorted(os.scandir(directory), key=lambda e: e.name)
+    except OSError:
+        return
+    for entry in entries:
+        path = Path(entry.path)
+        try:
+            is_dir = entry.is_dir(follow_symlinks=False)
+            is_file = not is_dir and entry.is_file()
+        except OSError:
+            continue
+        if not is_dir and not (is_file and entry.name.endswith(PYTHON_SUFFIXES)):
+            continue
+        if excluder.excluded(path, is_dir):
+            continue
+        if use_gitignore and stack and _is_ignored(stack, path, is_dir):
+            continue
+        if is_dir:
+            child_stack = stack
+            if use_gitignore:
+                found = _ignore_file_at(path)
+                if found is not None:
+                    child_stack = [*stack, found]
+            _walk(path, child_stack, excluder, use_gitignore, out)
+        else:
+            out.append(path)
+
+
+def discover(
+    paths: Sequence[str],
+    exclude: Sequence[str] = DEFAULT_EXCLUDE,
+    extend_exclude: Sequence[str] = (),
+    root: Path | None = None,
+    respect_gitignore: bool = True,
+) -> Discovery:
+    """Python files under ``paths``, in a stable order, without duplicates."""
+    root = (root or Path.cwd()).resolve()
+    excluder = Excluder([*exclude, *extend_exclude], root)
+    result = Discovery()
+    seen: set[Path] = set()
+    for given in paths:
+        path = Path(given)
+        if not path.exists():  # also a dangling symlink
+            result.missing.append(given)
+            continue
+        if not path.is_dir():
+            # Named explicitly: always linted, whatever its name or the excludes.
+            key = path.resolve()
+            if key not in seen:
+                seen.add(key)
+                result.files.append(path)
+            continue
+        absolute = path.resolve()
+        git_root = find_git_root(absolute) if respect_gitignore else None
+        stack = _gitignore_stack(absolute, git_root)
+        found: list[Path] = []
+        _walk(absolute, stack, excluder, respect_gitignore, found)
+        if not found:
+            result.empty.append(given)
+        for file in found:
+            if file in seen:
+                continue
+            seen.add(file)
+            result.files.append(_as_given(file, absolute, path))
+    return result
+
+
+def _as_given(file: Path, absolute_dir: Path, given_dir: Path) -> Path:
+    """``file`` spelled from the directory as the user gave it (keeps relative paths relative)."""
+    return given_dir / file.relative_to(absolute_dir)

@@ -1,0 +1,381 @@
+"""prefilter -> parse -> facts -> rules -> suppressions -> fixes, for one source text or many files."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from amplint import noqa
+from amplint.model import Edit, FileError, FileResult, Finding, FixInfo, Location, Severity
+from amplint.settings import PARSE_ERROR_CODE, Settings
+from amplint.sourcefile import SourceError, SourceText, encode_source, read_source, write_atomic
+
+MAX_FIX_PASSES = 10
+PARSE_FAILURE_NOTE = "not fixed: the fix would produce code that does not parse"
+
+
+# --------------------------------------------------------------------------- rule selection
+
+
+@lru_cache(maxsize=64)
+def _rules_for(codes: frozenset[str]) -> tuple[type, ...]:
+    from amplint.rules import all_rules
+
+    return tuple(rule for code, rule in all_rules().items() if code in codes)
+
+
+@lru_cache(maxsize=64)
+def _prefilter_for(codes: frozenset[str]) -> re.Pattern[str] | None:
+    """One regex built from the enabled rules' declared triggers; ``None`` disables prefiltering."""
+    triggers: list[str] = []
+    for rule in _rules_for(codes):
+        if not rule.triggers:
+            return None  # a rule that declares no trigger must see every file
+        triggers.extend(rule.triggers)
+    if not triggers:
+        return re.compile(r"(?!x)x")
+    return re.compile("|".join(f"(?:{t})" for t in sorted(set(triggers))))
+
+
+def may_have_findings(text: str, settings: Settings, filename: str) -> bool:
+    if not settings.prefilter:
+        return True
+    pattern = _prefilter_for(settings.enabled_codes(filename))
+    return pattern is None or pattern.search(text) is not None
+
+
+# --------------------------------------------------------------------------- one pass of linting
+
+
+@dataclass
+class _Pass:
+    """The result of linting one text once: findings plus the live fixes behind them."""
+
+    findings: list[Finding] = field(default_factory=list)
+    fixes: list[tuple[Finding, object]] = field(default_factory=list)  # (finding, rules.base.Fix)
+    module: cst.Module | None = None
+    positions: dict | None = None
+    errors: list[FileError] = field(default_factory=list)
+
+
+def _location(position) -> tuple[Location, Location]:
+    return (
+        Location(position.start.line, position.start.column + 1),
+        Location(position.end.line, position.end.column + 1),
+    )
+
+
+def _parse_error_finding(exc: cst.ParserSyntaxError, filename: str) -> Finding:
+    row, column = exc.raw_line, exc.raw_column + 1
+    message = " ".join(exc.message.split()) or "invalid syntax"
+    return Finding(
+        code=PARSE_ERROR_CODE,
+        message=f"SyntaxError: {message}",
+        filename=filename,
+        location=Location(row, column),
+        end_location=Location(row, column),
+        severity=Severity.ERROR,
+    )
+
+
+def _lint_once(text: str, filename: str, settings: Settings, codes: frozenset[str]) -> _Pass:
+    from amplint.facts import FileFacts
+
+    result = _Pass()
+    try:
+        module = cst.parse_module(text)
+    except cst.ParserSyntaxError as exc:
+        result.findings.append(_parse_error_finding(exc, filename))
+        return result
+    except RecursionError:
+        result.errors.append(FileError(filename, f"{filename}: too deeply nested to parse"))
+        return result
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    positions = wrapper.resolve(PositionProvider)
+    result.module, result.positions = module, positions
+    try:
+        facts = FileFacts(module, positions, filename, settings)
+    except Exception as exc:  # noqa: BLE001 - one broken file must not stop the run
+        result.errors.append(FileError(filename, f"{filename}: internal error while reading facts: {type(exc).__name__}: {exc}", internal=True))
+        return result
+    lines = text.splitlines()
+    for rule_class in _rules_for(codes):
+        try:
+            violations = list(rule_class(facts).check())
+        except Exception as exc:  # noqa: BLE001 - report the rule and keep the others running
+            result.errors.append(
+                FileError(filename, f"{filename}: internal error in rule {rule_class.code}: {type(exc).__name__}: {exc}", internal=True)
+            )
+            continue
+        for violation in violations:
+            start, end = _location(positions[violation.node])
+            noqa_row = positions[violation.noqa_node or violation.node].start.line
+            line = lines[noqa_row - 1] if 0 < noqa_row <= len(lines) else ""
+            if noqa.is_suppressed(violation.code, line):
+                continue
+            finding = Finding(
+                code=violation.code,
+                message=violation.message,
+                filename=filename,
+                location=start,
+                end_location=end,
+                severity=rule_class.severity,
+                no_fix_reason=violation.no_fix_reason,
+                noqa_row=noqa_row,
+            )
+            result.findings.append(finding)
+            if violation.fix is not None:
+                result.fixes.append((finding, violation.fix))
+    return result
+
+
+# --------------------------------------------------------------------------- applying fixes
+
+
+class _ApplyChanges(cst.CSTTransformer):
+    def __init__(self, changes: dict) -> None:
+        super().__init__()
+        self.changes = changes
+
+    def on_leave(self, original_node, updated_node):  # type: ignore[override]
+        replacement = self.changes.get(original_node)
+        return updated_node if replacement is None else replacement
+
+
+def _apply(module: cst.Module, changes: dict) -> str | None:
+    """The module's text with ``changes`` applied, or ``None`` if the result does not parse."""
+    try:
+        new_code = module.visit(_ApplyChanges(changes)).code
+        cst.parse_module(new_code)
+    except Exception:  # noqa: BLE001 - any failure means this fix is not applied
+        return None
+    return new_code
+
+
+def _span(positions, node) -> tuple[tuple[int, int], tuple[int, int]]:
+    position = positions[node]
+    return (position.start.line, position.start.column), (position.end.line, position.end.column)
+
+
+def _fix_spans(positions, fix) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+    spans = []
+    for node in fix.changes:
+        try:
+            spans.append(_span(positions, node))
+        except KeyError:
+            return []
+    return spans
+
+
+def _overlaps(a, b) -> bool:
+    return a[0] <= b[1] and b[0] <= a[1]
+
+
+def _offsets(text: str) -> list[int]:
+    starts = [0]
+    for index, char in enumerate(text):
+        if char == "\n":
+            starts.append(index + 1)
+    return starts
+
+
+def _to_location(starts: list[int], offset: int) -> Location:
+    import bisect
+
+    row = bisect.bisect_right(starts, offset) - 1
+    return Location(row + 1, offset - starts[row] + 1)
+
+
+def _edit_between(old: str, new: str) -> Edit:
+    prefix = 0
+    limit = min(len(old), len(new))
+    while prefix < limit and old[prefix] == new[prefix]:
+        prefix += 1
+    suffix = 0
+    while suffix < limit - prefix and old[len(old) - 1 - suffix] == new[len(new) - 1 - suffix]:
+        suffix += 1
+    starts = _offsets(old)
+    return Edit(
+        content=new[prefix: len(new) - suffix],
+        location=_to_location(starts, prefix),
+        end_location=_to_location(starts, len(old) - suffix),
+    )
+
+
+def _attach_fix_info(lint: _Pass, text: str) -> None:
+    """Turn each live fix into concrete text edits for reporters (json, sarif, diff hints)."""
+    by_group: dict[str, str | None] = {}
+    for finding, fix in lint.fixes:
+        key = fix.group or str(id(fix))
+        if key not in by_group:
+            by_group[key] = _apply(lint.module, fix.changes)  # type: ignore[arg-type]
+        new = by_group[key]
+        if new is None:
+            finding.no_fix_reason = PARSE_FAILURE_NOTE
+            continue
+        finding.fix = FixInfo(fix.applicability, fix.message, [_edit_between(text, new)] if new != text else [])
+
+
+def _fix_text(text: str, filename: str, settings: Settings, codes: frozenset[str], unsafe: bool) -> tuple[str, int]:
+    """Apply fixes pass after pass until nothing changes; returns the text and how many were applied."""
+    applied = 0
+    for _ in range(MAX_FIX_PASSES):
+        lint = _lint_once(text, filename, settings, codes)
+        if lint.module is None:
+            break
+        chosen: list = []
+        taken: list = []
+        seen_groups: set[str] = set()
+        for finding, fix in sorted(lint.fixes, key=lambda pair: pair[0].sort_key()):
+            if fix.applicability == "unsafe" and not unsafe:
+                continue
+            key = fix.group or str(id(fix))
+            if key in seen_groups:
+                applied += 1
+                continue
+            spans = _fix_spans(lint.positions, fix)
+            if not spans or any(_overlaps(s, t) for s in spans for t in taken):
+                continue
+            if _apply(lint.module, fix.changes) is None:  # never write code that does not parse
+                continue
+            seen_groups.add(key)
+            chosen.append(fix)
+            taken.extend(spans)
+            applied += 1
+        if not chosen:
+            break
+        merged: dict = {}
+        for fix in chosen:
+            merged.update(fix.changes)
+        new_text = _apply(lint.module, merged)
+        if new_text is None:
+            new_text = _apply(lint.module, chosen[0].changes)
+        if new_text is None or new_text == text:
+            break
+        text = new_text
+    return text, applied
+
+
+# --------------------------------------------------------------------------- public, in-memory
+
+
+def _settings(settings: Settings | None) -> Settings:
+    return settings if settings is not None else Settings()
+
+
+def lint_text(text: str, filename: str, settings: Settings, fix: bool = False, unsafe: bool = False) -> FileResult:
+    codes = settings.enabled_codes(filename)
+    result = FileResult(filename=filename, source=text)
+    if not may_have_findings(text, settings, filename):
+        result.skipped = True
+        return result
+    if fix:
+        new_text, applied = _fix_text(text, filename, settings, codes, unsafe)
+        if new_text != text:
+            result.original_source = text
+            result.source = new_text
+            result.fixed_count = applied
+        text = new_text
+    lint = _lint_once(text, filename, settings, codes)
+    if lint.module is not None:
+        _attach_fix_info(lint, text)
+    result.findings = sorted(lint.findings, key=Finding.sort_key)
+    result.errors = lint.errors
+    return result
+
+
+def lint_source(code: str, path: str = "<stdin>", settings: Settings | None = None) -> list[Finding]:
+    """Findings for one source text, as ``amplint check`` would report them."""
+    return lint_text(code, path, _settings(settings)).findings
+
+
+def fix_source(code: str, path: str = "<stdin>", settings: Settings | None = None, unsafe: bool = False) -> str:
+    """The text after applying every available fix (``unsafe`` ones too when asked)."""
+    result = lint_text(code, path, _settings(settings), fix=True, unsafe=unsafe)
+    return result.source if result.source is not None else code
+
+
+# --------------------------------------------------------------------------- files
+
+
+@dataclass(frozen=True)
+class Job:
+    path: str
+    settings: Settings
+    mode: str = "check"  # "check" | "fix" | "diff"
+    unsafe: bool = False
+    display: str | None = None  # the name to show (relative path)
+    cache_dir: str | None = None
+
+
+def process_file(job: Job) -> FileResult:
+    filename = job.display or job.path
+    path = Path(job.path)
+    try:
+        source: SourceText = read_source(path)
+    except SourceError as exc:
+        return FileResult(filename=filename, errors=[FileError(filename, str(exc).replace(str(path), filename, 1))])
+    cache = None
+    if job.cache_dir is not None and job.mode == "check":
+        from amplint.cache import Cache
+
+        cache = Cache(Path(job.cache_dir))
+        cached = cache.get(source.text, filename, job.settings)
+        if cached is not None:
+            return cached
+    try:
+        result = lint_text(source.text, filename, job.settings, fix=job.mode in ("fix", "diff"), unsafe=job.unsafe)
+    except RecursionError:
+        return FileResult(filename=filename, errors=[FileError(filename, f"{filename}: too deeply nested to lint")])
+    except Exception as exc:  # noqa: BLE001 - an amplint bug on one file must not stop the others
+        return FileResult(filename=filename, errors=[FileError(filename, f"{filename}: internal error: {type(exc).__name__}: {exc}", internal=True)])
+    if job.mode == "fix" and result.changed:
+        try:
+            write_atomic(path, encode_source(source, result.source or ""))
+        except OSError as exc:
+            result.errors.append(FileError(filename, f"{filename}: cannot write fixes ({exc.strerror or exc})"))
+    if cache is not None and not result.errors:
+        cache.put(source.text, filename, job.settings, result)
+    if job.mode == "check":
+        # Reporters only need the text when there is something to show.
+        if not result.findings:
+            result.source = None
+    return result
+
+
+def default_jobs() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+# Below this many files a process pool costs more than it saves.
+POOL_THRESHOLD = 24
+
+
+def run_jobs(jobs: Sequence[Job], workers: int | None = None) -> list[FileResult]:
+    """Process files, in parallel when it pays off; results come back in input order."""
+    workers = workers or default_jobs()
+    if workers <= 1 or len(jobs) < POOL_THRESHOLD:
+        return [process_file(job) for job in jobs]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
+    context = multiprocessing.get_context(method)
+    chunk = max(1, min(32, len(jobs) // (workers * 8) or 1))
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        return list(pool.map(process_file, jobs, chunksize=chunk))
+
+
+def iter_findings(results: Iterable[FileResult]) -> Iterable[Finding]:
+    for result in results:
+        yield from result.findings

@@ -1,0 +1,128 @@
+"""Plain data shared by the engine, the rules, the reporters and the cache.
+
+Everything here is picklable and JSON-friendly so findings can cross process
+boundaries and be cached without carrying syntax trees along.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+from typing import Any
+
+
+class Severity(str, Enum):
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+
+class FixSafety(str, Enum):
+    """What a rule's fix promises, as documented for the rule."""
+
+    NONE = "none"
+    SAFE = "safe"
+    UNSAFE = "unsafe"
+    SOMETIMES = "sometimes"  # safe when the rule can prove it, otherwise no fix
+
+
+@dataclass(frozen=True)
+class Location:
+    row: int  # 1-based
+    column: int  # 1-based
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace the text between ``location`` and ``end_location`` with ``content``."""
+
+    content: str
+    location: Location
+    end_location: Location
+
+
+@dataclass
+class FixInfo:
+    """A fix as reported to users: applicability, a message and concrete text edits."""
+
+    applicability: str  # "safe" | "unsafe"
+    message: str
+    edits: list[Edit] = field(default_factory=list)
+
+
+@dataclass
+class Finding:
+    code: str
+    message: str
+    filename: str
+    location: Location
+    end_location: Location
+    severity: Severity = Severity.ERROR
+    fix: FixInfo | None = None
+    # Why a rule that usually fixes could not fix this one (shown to users).
+    no_fix_reason: str | None = None
+    noqa_row: int | None = None  # the row whose ``# noqa`` comment applies
+
+    @property
+    def fixable(self) -> bool:
+        return self.fix is not None
+
+    def sort_key(self) -> tuple:
+        return (self.filename, self.location.row, self.location.column, self.code)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["severity"] = self.severity.value
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Finding":
+        fix = data.get("fix")
+        return cls(
+            code=data["code"],
+            message=data["message"],
+            filename=data["filename"],
+            location=Location(**data["location"]),
+            end_location=Location(**data["end_location"]),
+            severity=Severity(data["severity"]),
+            fix=None
+            if fix is None
+            else FixInfo(
+                applicability=fix["applicability"],
+                message=fix["message"],
+                edits=[
+                    Edit(
+                        content=e["content"],
+                        location=Location(**e["location"]),
+                        end_location=Location(**e["end_location"]),
+                    )
+                    for e in fix["edits"]
+                ],
+            ),
+            no_fix_reason=data.get("no_fix_reason"),
+            noqa_row=data.get("noqa_row"),
+        )
+
+
+@dataclass
+class FileError:
+    """A problem with a whole file or path: unreadable, undecodable, internal error."""
+
+    filename: str
+    message: str
+    internal: bool = False  # an amplint bug (exit 2) rather than bad input
+
+
+@dataclass
+class FileResult:
+    filename: str
+    findings: list[Finding] = field(default_factory=list)
+    errors: list[FileError] = field(default_factory=list)
+    source: str | None = None  # the text the findings refer to (after fixes, if any)
+    original_source: str | None = None  # set when fixes changed the text
+    fixed_count: int = 0  # findings removed by applied fixes
+    skipped: bool = False  # prefilter decided nothing can match
+
+    @property
+    def changed(self) -> bool:
+        return self.original_source is not None and self.original_source != self.source

@@ -1,0 +1,33 @@
+"""``# noqa`` suppression comments on the reported line."""
+
+from __future__ import annotations
+
+import re
+
+# ``# noqa`` alone suppresses everything; ``# noqa: AMP001, AMP003`` only those
+# codes. Codes of other tools (``# noqa: E501``) must not suppress ours.
+_NOQA = re.compile(
+    r"#\s*noqa(?P<sep>\s*:\s*(?P<codes>[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*))?",
+    re.IGNORECASE,
+)
+
+UNSUPPRESSIBLE = frozenset({"AMP000"})
+
+
+def suppressed_codes(line: str) -> frozenset[str] | None:
+    """Codes suppressed on ``line``; ``None`` when nothing is, ``{"*"}`` for a bare noqa."""
+    if "#" not in line:
+        return None
+    match = _NOQA.search(line)
+    if match is None:
+        return None
+    if match.group("codes") is None:
+        return frozenset({"*"})
+    return frozenset(code.upper() for code in re.split(r"[\s,]+", match.group("codes")) if code)
+
+
+def is_suppressed(code: str, line: str) -> bool:
+    if code in UNSUPPRESSIBLE:
+        return False
+    codes = suppressed_codes(line)
+    return codes is not None and ("*" in codes or code in codes)

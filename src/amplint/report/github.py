@@ -1,0 +1,39 @@
+"""``--output-format github``: GitHub Actions workflow-command annotations.
+
+Escaping follows the runner's rules: in the message ``%``, ``\\r``, ``\\n``; in property
+values also ``:`` and ``,``.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from amplint.model import Finding, Severity
+from amplint.report import ReportContext, rule_name
+
+_COMMANDS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
+
+
+def escape_data(value: str) -> str:
+    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(value: str) -> str:
+    return escape_data(value).replace(":", "%3A").replace(",", "%2C")
+
+
+def annotation(finding: Finding) -> str:
+    props = (
+        ("file", finding.filename),
+        ("line", str(finding.location.row)),
+        ("col", str(finding.location.column)),
+        ("endLine", str(finding.end_location.row)),
+        ("endColumn", str(finding.end_location.column)),
+        ("title", f"{finding.code} ({rule_name(finding.code)})"),
+    )
+    properties = ",".join(f"{key}={escape_property(value)}" for key, value in props)
+    return f"::{_COMMANDS.get(finding.severity, 'error')} {properties}::{escape_data(finding.message)}"
+
+
+def render(findings: Sequence[Finding], context: ReportContext) -> str:
+    return "".join(annotation(finding) + "\n" for finding in findings)

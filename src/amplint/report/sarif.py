@@ -1,0 +1,126 @@
+"""``--output-format sarif``: SARIF 2.1.0 as GitHub code scanning accepts it.
+
+One run; ``tool.driver.rules`` lists every rule (plus AMP000 for syntax errors); each result
+points at its rule by ``ruleId`` and ``ruleIndex`` and at the file by a URI relative to
+``%SRCROOT%`` (the current directory, which is the repository root in CI).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Sequence
+from urllib.parse import quote
+
+import amplint
+from amplint.model import Finding, Severity
+from amplint.report import ReportContext
+
+SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+INFORMATION_URI = "https://github.com/amplint/amplint"
+LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
+
+
+def _rule_descriptors() -> list[dict]:
+    from amplint.report.ruledoc import SYNTAX_ERROR_DOC, all_rule_rows
+    from amplint.rules import all_rules
+
+    rules = all_rules()
+    out = []
+    for row in all_rule_rows():
+        rule = rules.get(row["code"])
+        if rule is None:
+            what = "Reports a file that is not valid Python; nothing else in it can be checked."
+            markdown = SYNTAX_ERROR_DOC
+            level = "error"
+            help_uri = None
+        else:
+            what = " ".join(rule.doc_section("What it does").split()) or rule.summary
+            markdown = rule.documentation()
+            level = LEVELS.get(rule.severity, "error")
+            help_uri = rule.url()
+        descriptor = {
+            "id": row["code"],
+            "name": row["name"],
+            "shortDescription": {"text": row["summary"]},
+            "fullDescription": {"text": what},
+            "help": {"text": markdown, "markdown": markdown},
+            "defaultConfiguration": {"level": level, "enabled": row["default"]},
+            "properties": {"fix": row["fixable"]},
+        }
+        if help_uri:
+            descriptor["helpUri"] = help_uri
+        out.append(descriptor)
+    return out
+
+
+def _uri(filename: str, context: ReportContext) -> str:
+    path = context.paths.get(filename, filename)
+    if os.path.isabs(path):
+        try:
+            rel = os.path.relpath(path)
+            if not rel.startswith(".."):
+                path = rel
+        except ValueError:  # pragma: no cover - other drive
+            pass
+    return quote(Path(path).as_posix())
+
+
+def build(findings: Sequence[Finding], context: ReportContext) -> dict:
+    rules = _rule_descriptors()
+    index = {rule["id"]: i for i, rule in enumerate(rules)}
+    results = []
+    for finding in findings:
+        result = {
+            "ruleId": finding.code,
+            "level": LEVELS.get(finding.severity, "error"),
+            "message": {"text": finding.message},
+            "locations": [
+                {
+                    "physicalLocation": {
+                        "artifactLocation": {"uri": _uri(finding.filename, context), "uriBaseId": "%SRCROOT%"},
+                        "region": {
+                            "startLine": finding.location.row,
+                            "startColumn": finding.location.column,
+                            "endLine": finding.end_location.row,
+                            "endColumn": finding.end_location.column,
+                        },
+                    }
+                }
+            ],
+        }
+        if finding.code in index:
+            result["ruleIndex"] = index[finding.code]
+        results.append(result)
+    return {
+        "$schema": SCHEMA,
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "amplint",
+                        "version": amplint.__version__,
+                        "semanticVersion": amplint.__version__,
+                        "informationUri": INFORMATION_URI,
+                        "rules": rules,
+                    }
+                },
+                "originalUriBaseIds": {"%SRCROOT%": {"uri": Path.cwd().as_uri().rstrip("/") + "/"}},
+                "columnKind": "unicodeCodePoints",
+                "invocations": [{"executionSuccessful": True}],
+                "results": results,
+            }
+        ],
+    }
+
+
+def render(findings: Sequence[Finding], context: ReportContext) -> str:
+    return json.dumps(build(findings, context), indent=2, ensure_ascii=False) + "\n"
+
+
+def render_statistics(rows: Sequence[dict], context: ReportContext) -> str:
+    from amplint.report import json as json_report
+
+    return json_report.render_statistics(rows, context)

@@ -1,0 +1,138 @@
+"""The rule contract: metadata, docs and examples in one class, ``check`` as a query over facts.
+
+A rule never walks the syntax tree itself; it asks :class:`amplint.facts.FileFacts`.
+Subclassing :class:`Rule` registers the rule, so adding a rule never touches the engine.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, ClassVar, Iterator, Mapping, Union
+
+import libcst as cst
+
+from amplint.model import FixSafety, Severity
+
+if TYPE_CHECKING:
+    from amplint.facts import FileFacts
+
+Replacement = Union[cst.CSTNode, cst.FlattenSentinel, cst.RemovalSentinel]
+
+DOC_SECTIONS = (
+    "What it does",
+    "Why is this bad?",
+    "Example",
+    "Use instead",
+    "Fix safety",
+    "References",
+)
+AMP_RECIPE = "https://pytorch.org/tutorials/recipes/recipes/amp_recipe.html"
+AMP_DOCS = "https://pytorch.org/docs/stable/amp.html"
+AMP_EXAMPLES = "https://pytorch.org/docs/stable/notes/amp_examples.html"
+
+
+@dataclass
+class Fix:
+    """Node replacements applied together; ``group`` merges identical fixes of several findings."""
+
+    applicability: str  # "safe" | "unsafe"
+    message: str
+    changes: Mapping[cst.CSTNode, Replacement]
+    group: str | None = None
+
+
+@dataclass
+class Violation:
+    code: str
+    node: cst.CSTNode
+    message: str
+    fix: Fix | None = None
+    no_fix_reason: str | None = None
+    # Report on this node's first line for ``# noqa`` (defaults to ``node``).
+    noqa_node: cst.CSTNode | None = None
+
+
+@dataclass(frozen=True)
+class Invalid:
+    """An example that must produce the rule's finding, and optionally its exact fix."""
+
+    code: str
+    fixed: str | None = None
+    unsafe: bool = False  # the expected fix needs --unsafe-fixes
+
+
+RULES: dict[str, type["Rule"]] = {}
+
+
+class Rule:
+    code: ClassVar[str]
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    severity: ClassVar[Severity] = Severity.ERROR
+    fix_safety: ClassVar[FixSafety] = FixSafety.NONE
+    default_enabled: ClassVar[bool] = True
+    # Regular expressions over raw file text; a file matching none of them cannot
+    # hold this rule's finding, so the prefilter may skip parsing it.
+    triggers: ClassVar[tuple[str, ...]] = ()
+    valid: ClassVar[tuple[str, ...]] = ()
+    invalid: ClassVar[tuple[Union[str, Invalid], ...]] = ()
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if "code" in cls.__dict__:
+            if cls.code in RULES and RULES[cls.code] is not cls:
+                raise RuntimeError(f"duplicate rule code {cls.code}")
+            RULES[cls.code] = cls
+
+    def __init__(self, facts: "FileFacts") -> None:
+        self.facts = facts
+
+    def check(self) -> Iterator[Violation]:
+        raise NotImplementedError
+
+    def violation(
+        self,
+        node: cst.CSTNode,
+        message: str,
+        fix: Fix | None = None,
+        no_fix_reason: str | None = None,
+        noqa_node: cst.CSTNode | None = None,
+    ) -> Violation:
+        return Violation(self.code, node, message, fix, no_fix_reason, noqa_node)
+
+    def safe_fix(self, message: str, changes: Mapping[cst.CSTNode, Replacement], group: str | None = None) -> Fix:
+        return Fix("safe", message, dict(changes), group)
+
+    def unsafe_fix(self, message: str, changes: Mapping[cst.CSTNode, Replacement], group: str | None = None) -> Fix:
+        return Fix("unsafe", message, dict(changes), group)
+
+    @classmethod
+    def documentation(cls) -> str:
+        return textwrap.dedent(cls.__doc__ or "").strip()
+
+    @classmethod
+    def doc_section(cls, title: str) -> str:
+        """The text under ``## title`` in the rule's documentation."""
+        parts = re.split(r"^## (.+)$", cls.documentation(), flags=re.MULTILINE)
+        for heading, body in zip(parts[1::2], parts[2::2]):
+            if heading.strip() == title:
+                return body.strip()
+        return ""
+
+    @classmethod
+    def doc_code_block(cls, title: str) -> str:
+        match = re.search(r"```python\n(.*?)```", cls.doc_section(title), flags=re.DOTALL)
+        return match.group(1) if match else ""
+
+    @classmethod
+    def url(cls) -> str:
+        return f"https://github.com/amplint/amplint/blob/main/docs/rules/{cls.code}.md"
+
+
+def all_rules() -> dict[str, type[Rule]]:
+    """Every registered rule, by code, in code order."""
+    from amplint import rules as _package  # noqa: F401  (imports every rule module)
+
+    return dict(sorted(RULES.items()))

@@ -1,0 +1,167 @@
+"""Acceptance criteria, fixed before any run and judged on the recorded steps (no torch here).
+
+Skipped steps do not move the weights, so the loss of the AMP run after n applied updates is
+compared with the reference's loss after n updates; the skips themselves are judged by their own
+criterion. Steps skipped before the first applied one are the scaler calibrating down from its
+initial scale: expected, reported, and not counted against the skipped-steps budget.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from .instrument import StepRecord
+
+
+@dataclass(frozen=True)
+class Criteria:
+    steps: int
+    rtol: float
+    max_skipped_frac: float
+    tail: int  # k: the final loss is the mean of the last k steps
+    min_decrease_frac: float = 0.5
+    baseline: str = "fp32"
+
+    @classmethod
+    def make(cls, steps: int, rtol: float, max_skipped_frac: float, baseline: str) -> "Criteria":
+        return cls(steps, rtol, max_skipped_frac, max(1, min(10, steps // 5)), 0.5, baseline)
+
+    def describe(self) -> list[str]:
+        lines = [
+            "AMP run completes (no exception, at least one optimizer step)",
+            "every recorded loss is finite",
+            f"applied updates >= {1 - self.max_skipped_frac:.0%} of the steps after scaler calibration",
+        ]
+        if self.baseline == "fp32":
+            lines += [
+                f"final loss (mean of last {self.tail}) <= FP32 reference x (1 + {self.rtol:g})",
+                f"loss decrease >= {self.min_decrease_frac:g} x the FP32 reference's decrease",
+            ]
+        else:
+            lines.append(f"final loss (mean of last {self.tail}) below the first loss")
+        return lines
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool
+    detail: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def calibration_skips(steps: list[StepRecord]) -> int:
+    n = 0
+    for s in steps:
+        if s.applied:
+            break
+        n += 1
+    return n if n < len(steps) else 0  # nothing ever applied: no calibration, all skips count
+
+
+def _mean(xs: list[float]) -> float | None:
+    return sum(xs) / len(xs) if xs else None
+
+
+def loss_summary(
+    crit: Criteria, amp: list[StepRecord], ref: list[StepRecord] | None
+) -> dict[str, float | None]:
+    """first/final loss of both runs; the reference is read at the AMP run's applied-update count."""
+    amp_pts = [s for s in amp if s.loss is not None]
+    out: dict[str, float | None] = {
+        "amp_first": amp_pts[0].loss if amp_pts else None,
+        "amp_final": _mean([s.loss for s in amp_pts[-crit.tail:]]) if amp_pts else None,
+        "ref_first": None,
+        "ref_final": None,
+    }
+    if ref:
+        ref_loss = [s.loss for s in ref]
+        out["ref_first"] = ref_loss[0] if ref_loss else None
+        applied_before = []
+        count = 0
+        for s in amp:
+            applied_before.append(count)
+            count += s.applied
+        aligned = []
+        for s, n in zip(amp, applied_before):
+            if s.loss is not None and n < len(ref_loss) and ref_loss[n] is not None:
+                aligned.append(ref_loss[n])
+        out["ref_final"] = _mean(aligned[-crit.tail:]) if aligned else None
+    return out
+
+
+def evaluate(crit: Criteria, amp: Any, ref: Any | None) -> list[Check]:
+    """``amp``/``ref`` are RunOutcome objects (duck-typed: ``status``, ``steps``, ``error``)."""
+    checks: list[Check] = []
+    steps: list[StepRecord] = amp.steps
+    completed = amp.status in ("stopped", "completed") and len(steps) > 0
+    if amp.status == "error":
+        detail = f"raised {amp.error}"
+    elif not steps:
+        detail = "no optimizer step was observed"
+    else:
+        detail = f"{len(steps)} steps ({'stopped at --steps' if amp.status == 'stopped' else 'script ended'})"
+    checks.append(Check("completes", completed, detail))
+
+    losses = [s.loss for s in steps if s.loss is not None]
+    bad = [s.index for s in steps if s.nonfinite_loss]
+    if not losses:
+        checks.append(Check("finite loss", False, "no loss was observed (no backward on a scalar)"))
+    else:
+        checks.append(Check("finite loss", not bad, f"non-finite at steps {bad[:5]}" if bad else "all finite"))
+
+    calib = calibration_skips(steps)
+    counted = len(steps) - calib
+    applied = sum(s.applied for s in steps)
+    need = math.ceil((1 - crit.max_skipped_frac) * counted - 1e-9)
+    ok = applied > 0 and applied >= need
+    checks.append(
+        Check(
+            "applied updates",
+            ok,
+            f"{applied}/{counted} applied after {calib} calibration skip(s) (need >= {need})",
+        )
+    )
+
+    summ = loss_summary(crit, steps, ref.steps if ref is not None else None)
+    a0, a1 = summ["amp_first"], summ["amp_final"]
+    if crit.baseline == "fp32":
+        r0, r1 = summ["ref_first"], summ["ref_final"]
+        if ref is None or ref.status == "error" or r0 is None or r1 is None:
+            why = ref.error if ref is not None and ref.error else "no reference losses"
+            checks.append(Check("final loss vs FP32", False, f"reference unusable: {why}"))
+        elif a1 is None or a0 is None or not math.isfinite(a1):
+            checks.append(Check("final loss vs FP32", False, f"AMP final loss {a1}"))
+            checks.append(Check("loss decrease", False, "AMP final loss missing or non-finite"))
+        else:
+            limit = r1 + crit.rtol * abs(r1)
+            checks.append(
+                Check("final loss vs FP32", a1 <= limit, f"{a1:.4g} vs reference {r1:.4g} (limit {limit:.4g})")
+            )
+            amp_dec, ref_dec = a0 - a1, r0 - r1
+            if ref_dec <= 0:
+                checks.append(
+                    Check("loss decrease", amp_dec >= 0, f"reference did not decrease ({ref_dec:.4g}); AMP {amp_dec:.4g}")
+                )
+            else:
+                need_dec = crit.min_decrease_frac * ref_dec
+                checks.append(
+                    Check(
+                        "loss decrease",
+                        amp_dec >= need_dec,
+                        f"{amp_dec:.4g} vs reference {ref_dec:.4g} (need >= {need_dec:.4g})",
+                    )
+                )
+    else:
+        if a0 is None or a1 is None or not math.isfinite(a1):
+            checks.append(Check("loss decrease", False, f"AMP final loss {a1}"))
+        else:
+            checks.append(Check("loss decrease", a1 < a0, f"{a0:.4g} -> {a1:.4g}"))
+    return checks

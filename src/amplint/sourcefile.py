@@ -1,0 +1,91 @@
+"""Reading and writing user files without losing encoding, BOM, newlines or mode."""
+
+from __future__ import annotations
+
+import codecs
+import io
+import os
+import stat
+import tempfile
+import tokenize
+from dataclasses import dataclass
+from pathlib import Path
+
+# Files above this size are reported and skipped: nothing AMP-related is ever
+# this large, and libcst would take minutes on generated code of that size.
+MAX_FILE_BYTES = 5 * 1024 * 1024
+
+
+class SourceError(Exception):
+    """A one-line, user-facing reason why a file cannot be linted."""
+
+
+@dataclass(frozen=True)
+class SourceText:
+    text: str
+    encoding: str
+    bom: bool
+
+
+def decode_source(data: bytes, name: str) -> SourceText:
+    bom = data.startswith(codecs.BOM_UTF8)
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as exc:
+        raise SourceError(f"{name}: invalid encoding declaration: {exc.msg}") from None
+    payload = data[len(codecs.BOM_UTF8):] if bom else data
+    if encoding == "utf-8-sig":
+        encoding = "utf-8"
+    try:
+        text = payload.decode(encoding)
+    except (UnicodeDecodeError, LookupError) as exc:
+        reason = exc.reason if isinstance(exc, UnicodeDecodeError) else str(exc)
+        where = f" at byte {exc.start}" if isinstance(exc, UnicodeDecodeError) else ""
+        raise SourceError(
+            f"{name}: cannot decode as {encoding}{where} ({reason}); "
+            "add a coding declaration or save the file as UTF-8"
+        ) from None
+    return SourceText(text=text, encoding=encoding, bom=bom)
+
+
+def read_source(path: Path) -> SourceText:
+    try:
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise SourceError(
+                f"{path}: file is too large to lint ({size // 1024} KiB > {MAX_FILE_BYTES // 1024} KiB)"
+            )
+        data = path.read_bytes()
+    except SourceError:
+        raise
+    except IsADirectoryError:
+        raise SourceError(f"{path}: is a directory") from None
+    except FileNotFoundError:
+        raise SourceError(f"{path}: no such file") from None
+    except PermissionError:
+        raise SourceError(f"{path}: permission denied") from None
+    except OSError as exc:
+        raise SourceError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    return decode_source(data, str(path))
+
+
+def encode_source(source: SourceText, text: str) -> bytes:
+    data = text.encode(source.encoding)
+    return codecs.BOM_UTF8 + data if source.bom else data
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` in one rename, keeping its permission bits."""
+    mode = stat.S_IMODE(path.stat().st_mode)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".amplint-tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
