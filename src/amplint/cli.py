@@ -159,6 +159,7 @@ def _project_root(config, start: Path) -> Path:
 @click.option("--ignore", multiple=True, metavar="CODES", help="Rules not to run.")
 @click.option("--exclude", multiple=True, metavar="PATTERN", help="Exclude patterns (gitignore syntax); replaces the defaults.")
 @click.option("--extend-exclude", multiple=True, metavar="PATTERN", help="Exclude patterns added to the defaults.")
+@click.option("--force-exclude", is_flag=True, help="Apply excludes to files named explicitly too (for pre-commit).")
 @click.option("--respect-gitignore/--no-respect-gitignore", default=True, show_default=True, help="Skip files ignored by .gitignore.")
 @click.option("--output-format", "--format", "output_format", type=click.Choice(OUTPUT_FORMATS), default=None,
               help="full (default; alias text), concise, json, sarif or github.")
@@ -343,7 +344,9 @@ def _run_files(paths, settings, config, start, mode, options, quiet):
 
     exclude = options["exclude"] or (config.exclude if config.exclude is not None else DEFAULT_EXCLUDE)
     extend_exclude = (*config.extend_exclude, *options["extend_exclude"])
-    found = discover(paths, exclude, extend_exclude, root=config.root, respect_gitignore=options["respect_gitignore"])
+    found = discover(paths, exclude, extend_exclude, root=config.root, respect_gitignore=options["respect_gitignore"],
+        force_exclude=options["force_exclude"],
+    )
     for missing in found.missing:
         _error(f"no such file or directory: {missing}")
     if not quiet:

@@ -278,6 +278,7 @@ def discover(
     extend_exclude: Sequence[str] = (),
     root: Path | None = None,
     respect_gitignore: bool = True,
+    force_exclude: bool = False,
 ) -> Discovery:
     """Python files under ``paths``, in a stable order, without duplicates."""
     root = (root or Path.cwd()).resolve()
@@ -290,8 +291,11 @@ def discover(
             result.missing.append(given)
             continue
         if not path.is_dir():
-            # Named explicitly: always linted, whatever its name or the excludes.
+            # Named explicitly: always linted, whatever its name or the excludes, unless
+            # ``force_exclude`` (pre-commit names every file, the excludes must still apply).
             key = path.resolve()
+            if force_exclude and _force_excluded(key, excluder, root):
+                continue
             if key not in seen:
                 seen.add(key)
                 result.files.append(path)
@@ -309,6 +313,21 @@ def discover(
             seen.add(file)
             result.files.append(_as_given(file, absolute, path))
     return result
+
+
+def _force_excluded(path: Path, excluder: Excluder, root: Path) -> bool:
+    if excluder.excluded(path, False):
+        return True
+    try:
+        parents = path.parent.relative_to(root).parts
+    except ValueError:
+        return any(excluder.excluded(parent, True) for parent in path.parents)
+    current = root
+    for part in parents:
+        current = current / part
+        if excluder.excluded(current, True):
+            return True
+    return False
 
 
 def _as_given(file: Path, absolute_dir: Path, given_dir: Path) -> Path:

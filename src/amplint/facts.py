@@ -795,10 +795,8 @@ class FileFacts:
             if not isinstance(func, cst.Attribute):
                 continue
             receiver = N.dotted(func.value)
-            if receiver is None:
-                continue
             method = func.attr.value
-            if method == "unscale_":
+            if method == "unscale_" and receiver is not None:
                 get(receiver).evidence.add("unscale_")
             elif method == "backward" and isinstance(func.value, cst.Call):
                 inner = func.value
@@ -806,7 +804,7 @@ class FileFacts:
                     scaler = N.dotted(inner.func.value)
                     if scaler is not None and len(inner.args) == 1:
                         get(scaler).evidence.add("scale-backward")
-            elif method == "step" and "scaler" in receiver.rsplit(".", 1)[-1].lower() and len(N.positional_args(site.node)) == 1:
+            elif method == "step" and receiver is not None and "scaler" in receiver.rsplit(".", 1)[-1].lower() and len(N.positional_args(site.node)) == 1:
                 get(receiver).evidence.add("named-step")
         return out
 

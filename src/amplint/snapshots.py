@@ -23,8 +23,9 @@ FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 _EXPECT = re.compile(r"#\s*expect:\s*([A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*)")
 
 
-def rule_fixture_files(root: Path = FIXTURES) -> list[Path]:
-    return sorted(p for p in root.glob("AMP[0-9][0-9][0-9]/*.py"))
+def rule_fixture_files(root: Path = FIXTURES, codes: tuple[str, ...] = ()) -> list[Path]:
+    files = sorted(p for p in root.glob("AMP[0-9][0-9][0-9]/*.py"))
+    return [p for p in files if not codes or p.parent.name in codes]
 
 
 def code_of(path: Path) -> str:
@@ -67,9 +68,9 @@ def expected_rows(text: str, code: str) -> list[int]:
     return rows
 
 
-def update(root: Path = FIXTURES) -> list[Path]:
+def update(root: Path = FIXTURES, codes: tuple[str, ...] = ()) -> list[Path]:
     written = []
-    for path in rule_fixture_files(root):
+    for path in rule_fixture_files(root, codes):
         snap = path.with_name(path.name + ".snap")
         snap.write_text(diagnostics(path), encoding="utf-8")
         written.append(snap)

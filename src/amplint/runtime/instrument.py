@@ -11,6 +11,7 @@ import math
 import os
 import sys
 import time
+import weakref
 from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
@@ -58,7 +59,15 @@ class Finding:
 
 _TORCH_DIR = None
 _OWN_DIR = os.path.dirname(os.path.abspath(__file__))
-_STDLIB_MARKERS = (os.sep + "runpy.py", os.sep + "contextlib.py", os.sep + "threading.py")
+# wrappers between the user's call and our hook (deprecation decorators, context managers)
+_STDLIB_MARKERS = (
+    os.sep + "runpy.py",
+    os.sep + "contextlib.py",
+    os.sep + "threading.py",
+    os.sep + "typing_extensions.py",
+    os.sep + "functools.py",
+    os.sep + "warnings.py",
+)
 
 
 def _user_frame(_depth: int = 1) -> tuple[str, int]:
@@ -113,6 +122,7 @@ class Instrumentation:
         self._cur: dict = self._fresh()
         self._autocast_stack: list[bool] = []
         self._primary: int | None = None
+        self._primary_ref: Any = None
         self._in_scaler_step: int | None = None  # id of the optimizer scaler.step is stepping
         self._inner_step_called = False
         self._scaled_pending = False  # a scaled backward happened since the last update/step
@@ -138,6 +148,19 @@ class Instrumentation:
         key = (code, path, line)
         if key not in self.findings:
             self.findings[key] = Finding(code, message, path, line)
+
+    def _claim_primary(self, optimizer: Any) -> None:
+        """The first optimizer to step defines the step; once it is gone (a resume built a new
+        one), the next optimizer to step takes over."""
+        if self._primary is not None and self._primary_ref is not None and self._primary_ref() is not None:
+            return
+        if self._primary is not None and self._primary_ref is None:
+            return  # not weak-referenceable: keep the first
+        self._primary = id(optimizer)
+        try:
+            self._primary_ref = weakref.ref(optimizer)
+        except TypeError:
+            self._primary_ref = None
 
     def _maybe_stop(self) -> None:
         if self._stop_pending:
@@ -342,8 +365,7 @@ class Instrumentation:
                             inst._scaler_sites.get(id(self_)),
                         )
                         inst._opt_owner[id(optimizer)] = id(self_)
-                if inst._primary is None:
-                    inst._primary = id(optimizer)
+                inst._claim_primary(optimizer)
                 outer = inst._in_scaler_step
                 inst._in_scaler_step = id(optimizer)
                 inst._inner_step_called = False
@@ -450,8 +472,7 @@ class Instrumentation:
                 inst._maybe_stop()
                 inst._mark()
                 inst._check_autocast_open("optimizer.step()")
-                if inst._primary is None:
-                    inst._primary = id(optimizer)
+                inst._claim_primary(optimizer)
                 if inst._scaled_pending and not getattr(optimizer, "_step_supports_amp_scaling", False):
                     inst.finding(
                         "AMP007",
