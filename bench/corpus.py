@@ -94,7 +94,7 @@ def _pip_download(name: str, version: str, wheels: Path, binary: bool) -> bool:
     # the sdist's metadata, so only this package is forced to source: its
     # build dependencies may come as wheels (":all:" would compile setuptools).
     cmd += ["--only-binary=:all:"] if binary else [f"--no-binary={name}"]
-    return subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE).returncode == 0
+    return subprocess.run(cmd, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE).returncode == 0
 
 
 def download(name: str, version: str) -> Path:
@@ -102,9 +102,10 @@ def download(name: str, version: str) -> Path:
     wheels.mkdir(parents=True, exist_ok=True)
     archive = _find_archive(wheels, name, version)
     if archive is None:
-        if not _pip_download(name, version, wheels, binary=True):
-            if not _pip_download(name, version, wheels, binary=False):
-                raise RuntimeError(f"could not download {name}=={version}")
+        downloaded = (_pip_download(name, version, wheels, binary=True)
+                      or _pip_download(name, version, wheels, binary=False))
+        if not downloaded:
+            raise RuntimeError(f"could not download {name}=={version}")
         archive = _find_archive(wheels, name, version)
     if archive is None:
         raise RuntimeError(f"downloaded {name}=={version} but found no archive in {wheels}")
@@ -130,6 +131,13 @@ def unpack(archive: Path, dest: Path) -> None:
     else:
         with tarfile.open(archive) as tf:
             tf.extractall(tmp, filter="data")
+        # An sdist wraps everything in NAME-VER/; drop that level so every
+        # package's paths read the same (src/NAME-VER/pkg/...).
+        entries = list(tmp.iterdir())
+        if len(entries) == 1 and entries[0].is_dir():
+            entries[0].rename(dest)
+            tmp.rmdir()
+            return
     tmp.rename(dest)
 
 

@@ -27,10 +27,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import corpus  # noqa: E402  (sibling script, not a package)
+import corpus  # sibling script, not a package
 
 # amplint exits 2 on usage or internal error even under --exit-zero.
 INTERNAL_ERROR_EXIT = 2
+MAX_DIFF_LINES = 50
 CRASH_MARKERS = ("Traceback (most recent call last)", "internal error", "InternalError")
 
 
@@ -79,7 +80,7 @@ def run_package(base: str, name: str, version: str, select: str, extra: list[str
     cmd = amplint_command(base, root, select, extra)
     start = time.perf_counter()
     try:
-        proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run(cmd, check=False, cwd=root, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         run.returncode, run.json_error = -9, f"timed out after {timeout:.0f}s"
         return run
@@ -210,10 +211,12 @@ def compare_prefilter(args: argparse.Namespace) -> int:
         print(f"{'ok  ' if ok else 'FAIL'} {name}=={version}: {sum(a.values())} findings with prefilter "
               f"({with_pf.seconds:.1f}s), {sum(b.values())} without ({without_pf.seconds:.1f}s)"
               + (" CRASH" if crashed else ""))
-        for ident in sorted((b - a).elements(), key=str):
-            print(f"    only without prefilter: {ident}")
-        for ident in sorted((a - b).elements(), key=str):
-            print(f"    only with prefilter: {ident}")
+        for label, diff in (("only without prefilter", b - a), ("only with prefilter", a - b)):
+            idents = sorted(diff.elements(), key=str)
+            for ident in idents[:MAX_DIFF_LINES]:
+                print(f"    {label}: {ident}")
+            if len(idents) > MAX_DIFF_LINES:
+                print(f"    {label}: ... {len(idents) - MAX_DIFF_LINES} more")
         for line in crash_section([with_pf, without_pf]):
             print(line)
         failed |= not ok

@@ -59,19 +59,20 @@ def cache_version() -> str:
     return f"{amplint.__version__}-{digest.hexdigest()[:12]}"
 
 
+@lru_cache(maxsize=16)
+def _fingerprint(settings) -> str:
+    """``settings.fingerprint()``, computed once per distinct (frozen, hashable) settings value."""
+    return settings.fingerprint()
+
+
 class Cache:
     def __init__(self, directory: os.PathLike | str) -> None:
         self.root = Path(directory)
         self.dir = self.root / cache_version()
-        self._fingerprints: dict[int, str] = {}
 
     # -- keys
     def _fingerprint(self, settings) -> str:
-        key = id(settings)
-        fingerprint = self._fingerprints.get(key)
-        if fingerprint is None:
-            fingerprint = self._fingerprints[key] = settings.fingerprint()
-        return fingerprint
+        return _fingerprint(settings)
 
     def key(self, text: str, filename: str, settings) -> str:
         digest = hashlib.sha256()

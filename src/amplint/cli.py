@@ -239,10 +239,13 @@ def _check(paths: list[str], **options) -> int:
     human = output_format in HUMAN_FORMATS
     quiet = options["quiet"]
 
+    edits = output_format == "json" and not options["statistics"]  # only json prints fix edits
     if use_stdin:
         results, paths_map, had_usage_error = _run_stdin(settings, mode, options, output_format), {}, False
     else:
-        results, paths_map, had_usage_error = _run_files(paths or ["."], settings, config, start, mode, options, quiet)
+        results, paths_map, had_usage_error = _run_files(
+            paths or ["."], settings, config, start, mode, options, quiet, edits
+        )
 
     from amplint.model import Finding
     from amplint.report import ReportContext, get_reporter, statistics
@@ -338,7 +341,7 @@ def _show_fixes(changed, settings, mode: str) -> None:
                 click.echo(f"    {count} × {code} ({rule_name(code)})", err=True)
 
 
-def _run_files(paths, settings, config, start, mode, options, quiet):
+def _run_files(paths, settings, config, start, mode, options, quiet, edits):
     from amplint.discovery import DEFAULT_EXCLUDE, discover
     from amplint.engine import Job, default_jobs, run_jobs
 
@@ -371,7 +374,10 @@ def _run_files(paths, settings, config, start, mode, options, quiet):
     for path in found.files:
         display = _display(path)
         paths_map[display] = str(path.resolve())
-        jobs.append(Job(str(path), settings, mode=mode, unsafe=options["unsafe_fixes"], display=display, cache_dir=cache_dir))
+        jobs.append(
+            Job(str(path), settings, mode=mode, unsafe=options["unsafe_fixes"], display=display, cache_dir=cache_dir,
+                edits=edits)
+        )
     results = run_jobs(jobs, options["jobs"] or default_jobs())
     if cache is not None:
         try:
@@ -396,7 +402,8 @@ def _run_stdin(settings, mode, options, output_format):
             sys.stdout.flush()
         return [FileResult(filename=filename, errors=[FileError(filename, str(exc))])]
     try:
-        result = lint_text(source.text, filename, settings, fix=mode in ("fix", "diff"), unsafe=options["unsafe_fixes"])
+        result = lint_text(source.text, filename, settings, fix=mode in ("fix", "diff"), unsafe=options["unsafe_fixes"],
+                            edits=output_format == "json")
     except Exception as exc:  # noqa: BLE001 - report, never a traceback
         result = FileResult(filename=filename, errors=[FileError(filename, f"{filename}: internal error: {type(exc).__name__}: {exc}", internal=True)])
         result.source = source.text

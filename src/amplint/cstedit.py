@@ -91,6 +91,38 @@ def attribute_chain(head: cst.BaseExpression, *names: str) -> cst.BaseExpression
     return node
 
 
+def movable(stmt: cst.CSTNode) -> cst.CSTNode:
+    """``stmt`` ready to be re-inserted elsewhere: keeps its comment lines, drops blank ones."""
+    leading = getattr(stmt, "leading_lines", None)
+    if leading is None:
+        return stmt
+    return stmt.with_changes(leading_lines=[line for line in leading if line.comment is not None])
+
+
+def single_simple_statement(stmt: cst.CSTNode | None) -> bool:
+    """A ``SimpleStatementLine`` holding exactly one small statement (safe to move or insert after)."""
+    return isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
+
+
 def parse_statement(code: str, like: cst.CSTNode | None = None) -> cst.BaseStatement:
     """A statement parsed from ``code`` (no leading comments)."""
     return cst.parse_statement(code)
+
+
+class _ReplaceNodes(cst.CSTTransformer):
+    def __init__(self, changes: dict) -> None:
+        super().__init__()
+        self.changes = changes
+
+    def on_leave(self, original_node, updated_node):  # type: ignore[override]
+        replacement = self.changes.get(original_node)
+        return updated_node if replacement is None else replacement
+
+
+def replace_within(root: cst.CSTNode, changes: dict) -> cst.CSTNode:
+    """``root`` with nested nodes replaced (or removed with ``RemovalSentinel.REMOVE``).
+
+    For a fix that edits inside a node it also replaces as a whole (hoisting a statement out of
+    a loop and inserting it before that loop).
+    """
+    return root.visit(_ReplaceNodes(changes))  # type: ignore[return-value]

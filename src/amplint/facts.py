@@ -140,6 +140,10 @@ class AutocastRegion:
     resolved: bool  # True: proven autocast by name resolution; False: named like one
     deprecated: str | None = None  # "cuda" / "cpu" for torch.cuda.amp / torch.cpu.amp
     conditional: bool = False  # e.g. ``nullcontext() if cpu else autocast(...)``
+    # The expressions bound to ``device_type`` / ``dtype`` in the autocast call, when given
+    # (``device`` holds only the literal type string; AMP015 needs to see ``torch.device(...)``).
+    device_node: cst.BaseExpression | None = None
+    dtype_node: cst.BaseExpression | None = None
 
     @property
     def maybe_enabled(self) -> bool:
@@ -156,6 +160,20 @@ class AutocastRegion:
         if self.device == "cpu":
             return "bfloat16"
         return None
+
+
+@dataclass(eq=False)
+class AutocastCall:
+    """One call that builds an autocast object (see :attr:`FileFacts.autocast_calls`)."""
+
+    site: CallSite
+    region: AutocastRegion  # its arguments read as a region (``region.call`` is the call)
+    qualname: str  # canonical autocast class (``torch.amp.autocast``, ``torch.cuda.amp.autocast`` ...)
+    partial: bool = False  # ``functools.partial(torch.autocast, ...)``: arguments start at index 1
+
+    @property
+    def call(self) -> cst.Call:
+        return self.site.node
 
 
 @dataclass(eq=False)
@@ -227,6 +245,19 @@ def is_optimizer_name(key: str) -> bool:
     return bool(_OPTIMIZER_NAME.match(last))
 
 
+def _balanced(text: str) -> bool:
+    """Parentheses in ``text`` never close more than they opened (so outer ones may be stripped)."""
+    depth = 0
+    for char in text:
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth < 0:
+                return False
+    return depth == 0
+
+
 def _bound_names(target: cst.CSTNode) -> set[str]:
     out: set[str] = set()
     if isinstance(target, cst.Name):
@@ -237,6 +268,13 @@ def _bound_names(target: cst.CSTNode) -> set[str]:
     elif isinstance(target, cst.StarredElement):
         out |= _bound_names(target.value)
     return out
+
+
+def _parameters_owner(node: cst.CSTNode | None) -> str | None:
+    """``model`` for ``model.parameters()`` / ``model.named_parameters()``-style arguments."""
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "parameters":
+        return N.dotted(node.func.value)
+    return None
 
 
 def _target_text(target: cst.CSTNode) -> str | None:
@@ -250,6 +288,37 @@ def _target_text(target: cst.CSTNode) -> str | None:
 
 
 # --------------------------------------------------------------------------- the walk
+
+
+_VISIT: dict[type, tuple] = {}
+_FIELDS: dict[type, tuple[str, ...]] = {}
+_SKIPPED_TYPES = (
+    cst.BaseParenthesizableWhitespace, cst.TrailingWhitespace, cst.EmptyLine, cst.Newline, cst.Comment,
+    cst.LeftParen, cst.RightParen, cst.LeftSquareBracket, cst.RightSquareBracket, cst.LeftCurlyBrace,
+    cst.RightCurlyBrace, cst.Comma, cst.Dot, cst.Colon, cst.Semicolon, cst.AssignEqual,
+)
+
+
+def _children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    """Child nodes in field order (source order for everything the facts pass reads)."""
+    kind = type(node)
+    names = _FIELDS.get(kind)
+    if names is None:
+        import dataclasses
+
+        names = _FIELDS[kind] = tuple(
+            f.name for f in dataclasses.fields(node)
+            if not f.name.startswith(("whitespace", "lpar", "rpar", "leading_lines", "lines_after", "header", "footer", "semicolon", "comma"))
+        )
+    for name in names:
+        value = getattr(node, name)
+        if isinstance(value, cst.CSTNode):
+            if not isinstance(value, _SKIPPED_TYPES):
+                yield value
+        elif isinstance(value, (tuple, list)):
+            for item in value:
+                if isinstance(item, cst.CSTNode) and not isinstance(item, _SKIPPED_TYPES):
+                    yield item
 
 
 class _Collector(cst.CSTVisitor):
@@ -309,11 +378,24 @@ class _Collector(cst.CSTVisitor):
         return scope
 
     # -- blocks and statements: remember owners so fixes can move statements
-    def on_visit(self, node: cst.CSTNode) -> bool:
+    # libcst's own traversal rebuilds every node it passes (dataclass construction
+    # and validation), which costs more than parsing; this read-only walk follows
+    # the same visit_/leave_ protocol over each node's fields, skipping whitespace.
+    def walk(self, node: cst.CSTNode) -> None:
+        kind = type(node)
+        visit = _VISIT.get(kind)
+        if visit is None:
+            name = kind.__name__
+            visit = _VISIT[kind] = (getattr(type(self), f"visit_{name}", None), getattr(type(self), f"leave_{name}", None))
+        enter, leave = visit
         if isinstance(node, (cst.IndentedBlock, cst.SimpleStatementSuite)):
             for child in node.body:
                 self.parents[child] = node
-        return super().on_visit(node)
+        if enter is None or enter(self, node) is not False:
+            for child in _children(node):
+                self.walk(child)
+        if leave is not None:
+            leave(self, node)
 
     def visit_Module(self, node: cst.Module) -> None:
         self.module_scope = self._push_scope("module", node, "<module>")
@@ -344,7 +426,7 @@ class _Collector(cst.CSTVisitor):
         for decorator in node.decorators:
             self._decorator_depth += 1
             self._reference_parent.append((decorator, "decorator"))
-            decorator.visit(self)
+            self.walk(decorator)
             self._reference_parent.pop()
             self._decorator_depth -= 1
         class_scope = self.scope if self.scope.kind == "class" else None
@@ -359,14 +441,14 @@ class _Collector(cst.CSTVisitor):
             params.append(param.name.value)
             scope.bind(param.name.value, "local")
             if param.default is not None:
-                param.default.visit(self)
+                self.walk(param.default)
         info = FunctionInfo(node, scope, class_scope.name if class_scope else None, tuple(params), outer)
         self.functions.append(info)
         self.function_by_node[node] = info
         self.loop_stack.append(None)
         self.with_stack.append(None)
         self.branch_stack.append(None)
-        node.body.visit(self)
+        self.walk(node.body)
         self.loop_stack.pop()
         self.with_stack.pop()
         self.branch_stack.pop()
@@ -381,11 +463,11 @@ class _Collector(cst.CSTVisitor):
         self._enter_compound(node)
         self.scope.bind(node.name.value, "local")
         for decorator in node.decorators:
-            decorator.visit(self)
+            self.walk(decorator)
         for base in node.bases:
-            base.visit(self)
+            self.walk(base)
         self._push_scope("class", node, node.name.value)
-        node.body.visit(self)
+        self.walk(node.body)
         self.scope_stack.pop()
         self.stmt_stack.pop()
         return False
@@ -473,15 +555,15 @@ class _Collector(cst.CSTVisitor):
     def visit_For(self, node: cst.For) -> bool:
         self._enter_compound(node)
         self._bind_target(node.target)
-        node.iter.visit(self)
-        node.target.visit(self)
+        self.walk(node.iter)
+        self.walk(node.target)
         loop = Loop(node, self.scope.function, self._frame(self.loop_stack)[-1] if self._frame(self.loop_stack) else None, self.order)
         self.loops.append(loop)
         self.loop_stack.append(loop)
-        node.body.visit(self)
+        self.walk(node.body)
         self.loop_stack.pop()
         if node.orelse is not None:
-            node.orelse.visit(self)
+            self.walk(node.orelse)
         self.stmt_stack.pop()
         return False
 
@@ -490,23 +572,23 @@ class _Collector(cst.CSTVisitor):
         loop = Loop(node, self.scope.function, self._frame(self.loop_stack)[-1] if self._frame(self.loop_stack) else None, self.order)
         self.loops.append(loop)
         self.loop_stack.append(loop)
-        node.test.visit(self)
-        node.body.visit(self)
+        self.walk(node.test)
+        self.walk(node.body)
         self.loop_stack.pop()
         if node.orelse is not None:
-            node.orelse.visit(self)
+            self.walk(node.orelse)
         self.stmt_stack.pop()
         return False
 
     def visit_If(self, node: cst.If) -> bool:
         self._enter_compound(node)
-        node.test.visit(self)
+        self.walk(node.test)
         self.branch_stack.append(Branch(node, "body"))
-        node.body.visit(self)
+        self.walk(node.body)
         self.branch_stack.pop()
         if node.orelse is not None:
             self.branch_stack.append(Branch(node, "orelse"))
-            node.orelse.visit(self)
+            self.walk(node.orelse)
             self.branch_stack.pop()
         self.stmt_stack.pop()
         return False
@@ -521,7 +603,7 @@ class _Collector(cst.CSTVisitor):
         ):
             for block in blocks:
                 self.branch_stack.append(Branch(node, part))
-                block.visit(self)
+                self.walk(block)
                 self.branch_stack.pop()
         self.stmt_stack.pop()
         return False
@@ -530,9 +612,9 @@ class _Collector(cst.CSTVisitor):
         self._enter_compound(node)
         self.withs.append((node, self.context()))
         for item in node.items:
-            item.visit(self)
+            self.walk(item)
         self.with_stack.append(node)
-        node.body.visit(self)
+        self.walk(node.body)
         self.with_stack.pop()
         self.stmt_stack.pop()
         return False
@@ -571,11 +653,11 @@ class _Collector(cst.CSTVisitor):
         self.calls.append(site)
         self.call_by_node[node] = site
         self._reference_parent.append((node, "call"))
-        node.func.visit(self)
+        self.walk(node.func)
         self._reference_parent.pop()
         self._reference_parent.append((node, "other"))
         for arg in node.args:
-            arg.visit(self)
+            self.walk(arg)
         self._reference_parent.pop()
         return False
 
@@ -593,7 +675,7 @@ class _Collector(cst.CSTVisitor):
             self._record_reference(node, parts)
             return False
         self._reference_parent.append((node, "other"))
-        node.value.visit(self)
+        self.walk(node.value)
         self._reference_parent.pop()
         return False
 
@@ -604,7 +686,7 @@ class _Collector(cst.CSTVisitor):
         return True
 
     def visit_Arg(self, node: cst.Arg) -> bool:
-        node.value.visit(self)
+        self.walk(node.value)
         return False
 
     def visit_Param(self, node: cst.Param) -> bool:
@@ -612,9 +694,9 @@ class _Collector(cst.CSTVisitor):
 
     def visit_Subscript(self, node: cst.Subscript) -> bool:
         self._reference_parent.append((node, "other"))
-        node.value.visit(self)
+        self.walk(node.value)
         for element in node.slice:
-            element.visit(self)
+            self.walk(element)
         self._reference_parent.pop()
         return False
 
@@ -631,7 +713,7 @@ class FileFacts:
         self.settings = settings
         self._positions = positions
         collector = _Collector()
-        module.visit(collector)
+        collector.walk(module)
         self._c = collector
         self.scopes = collector.scopes
         self.calls = collector.calls
@@ -645,6 +727,10 @@ class FileFacts:
             site.qualname = self.qualname(site.node.func, site.ctx.scope)
             if site.qualname is None and site.func_text is not None:
                 site.qualname = None
+
+    def call_site(self, node: cst.Call) -> CallSite | None:
+        """The recorded :class:`CallSite` of a call node of this module."""
+        return self._c.call_by_node.get(node)
 
     # -- positions and source
     def position(self, node: cst.CSTNode) -> CodeRange:
@@ -785,7 +871,7 @@ class FileFacts:
         for assignment in self.assignments:
             for call in self._value_calls(assignment.value):
                 site = self._c.call_by_node.get(call)
-                if site is not None and site.qualname in N.SCALER_CLASSES:
+                if site is not None and self.is_scaler_construction(site):
                     for target in assignment.targets:
                         info = get(target)
                         info.constructions.append(site)
@@ -867,6 +953,10 @@ class FileFacts:
                     region = self._autocast_from_call(value_call, assignment.ctx.scope, depth + 1)
                     if region is not None and region.call is not None and self.qualname(value_call.func, assignment.ctx.scope) in N.PARTIAL:
                         return region
+            # A plain alias of the class: ``ac = torch.autocast`` then ``with ac("cuda"):``.
+            alias = self.autocast_alias(text, scope)
+            if alias is not None:
+                return self._region_for_autocast_call(call, call, alias)
         # A helper that returns or yields an autocast: ``with self.maybe_autocast():``.
         site = self._c.call_by_node.get(call)
         if site is not None:
@@ -879,6 +969,7 @@ class FileFacts:
     def _region_for_autocast_call(self, node_call: cst.Call, args_call: cst.Call, qualname: str, partial: bool = False) -> AutocastRegion:
         offset = 1 if partial else 0
         deprecated = None
+        device_node = None
         if qualname == "torch.cuda.amp.autocast":
             deprecated, device = "cuda", "cuda"
             dtype_node = N.argument(args_call, 1 + offset, "dtype")
@@ -902,7 +993,58 @@ class FileFacts:
             enabled=N.bool_value(enabled_node) if enabled_node is not None else True,
             resolved=True,
             deprecated=deprecated,
+            device_node=device_node,
+            dtype_node=dtype_node,
         )
+
+    def autocast_alias(self, text: str, scope: Scope) -> str | None:
+        """The autocast class a name is a plain alias of (``ac = torch.autocast``), when proven.
+
+        Only a name assigned exactly once (in ``scope`` or at module level) to a dotted name that
+        resolves to an autocast class counts.
+        """
+        if text not in self._autocast_alias_targets:
+            return None
+        assignments = self.assignments_to(text, scope)
+        if len(assignments) != 1:
+            return None
+        value = assignments[0].value
+        if value is None or N.dotted(value) is None:
+            return None
+        qualname = self.qualname(value, assignments[0].ctx.scope)
+        return qualname if qualname in N.AUTOCAST else None
+
+    @cached_property
+    def _autocast_alias_targets(self) -> set[str]:
+        out: set[str] = set()
+        for assignment in self.assignments:
+            value = assignment.value
+            if value is not None and N.dotted(value) is not None and self.qualname(value, assignment.ctx.scope) in N.AUTOCAST:
+                out.update(assignment.targets)
+        return out
+
+    @cached_property
+    def autocast_calls(self) -> list[AutocastCall]:
+        """Every call that builds an autocast object, wherever it sits (``with``, decorator,
+        assignment, return, ``partial(torch.autocast, ...)``, a plain alias of the class)."""
+        out: list[AutocastCall] = []
+        for site in self.calls:
+            call, scope = site.node, site.ctx.scope
+            qualname = site.qualname
+            if qualname in N.AUTOCAST:
+                out.append(AutocastCall(site, self._region_for_autocast_call(call, call, qualname), qualname))
+                continue
+            if qualname in N.PARTIAL and call.args and call.args[0].keyword is None and not call.args[0].star:
+                inner = self.qualname(call.args[0].value, scope)
+                if inner in N.AUTOCAST:
+                    region = self._region_for_autocast_call(call, call, inner, partial=True)
+                    out.append(AutocastCall(site, region, inner, partial=True))
+                continue
+            if qualname is None and site.func_text is not None:
+                alias = self.autocast_alias(site.func_text, scope)
+                if alias is not None:
+                    out.append(AutocastCall(site, self._region_for_autocast_call(call, call, alias), alias))
+        return out
 
     def dtype_name(self, node: cst.CSTNode | None) -> str | None:
         """``torch.float16`` / ``torch.half`` / ``"bfloat16"`` as a canonical dtype name."""
@@ -1061,7 +1203,9 @@ class FileFacts:
             return Event("optimizer_step", site, optimizer=receiver, receiver=receiver)
         if method == "zero_grad":
             return Event("zero_grad", site, optimizer=receiver if self.is_optimizer(receiver) else None, receiver=receiver)
-        if method in ("clip_grad_norm_", "clip_grad_value_") and receiver.split(".")[0] not in ("accelerator", "fabric", "self", "trainer", "strategy"):
+        if method in ("clip_grad_norm_", "clip_grad_value_") and receiver != "self" and not (
+            set(receiver.split(".")) & {"accelerator", "fabric", "trainer", "strategy", "engine", "deepspeed", "model_engine", "precision_plugin"}
+        ):
             return Event("clip", site, receiver=receiver)
         if method == "load_state_dict":
             return Event("load_state_dict", site, optimizer=receiver if self.is_optimizer(receiver) else None, receiver=receiver)
@@ -1133,6 +1277,135 @@ class FileFacts:
                     out.add(function.scope)
         return out
 
+    # -- training-step structure (AMP002-AMP004)
+    def _names_scaler_class(self, node: cst.CSTNode | None, scope: Scope, depth: int = 0) -> bool:
+        """``node`` is a GradScaler class: by name resolution or through an alias variable."""
+        if node is None:
+            return False
+        if isinstance(node, cst.IfExp):
+            return self._names_scaler_class(node.body, scope, depth) and self._names_scaler_class(node.orelse, scope, depth)
+        if self.qualname(node, scope) in N.SCALER_CLASSES:
+            return True
+        text = N.dotted(node)
+        if text is None or depth > 2:
+            return False
+        assignments = [a for a in self.assignments_to(text, scope) if a.value is not None and a.targets == (text,)]
+        return bool(assignments) and all(self._names_scaler_class(a.value, a.ctx.scope, depth + 1) for a in assignments)
+
+    def scaler_provably_disabled(self, key: str, scope: Scope) -> bool:
+        """The scaler ``key`` as used in ``scope`` is built with ``enabled=False``.
+
+        Constructions in ``scope`` itself decide when there are any (the same name is often built
+        differently in several functions of one file); otherwise all of the file's constructions.
+        """
+        info = self.scalers.get(key)
+        if info is None:
+            return False
+        local = [c for c in info.constructions if c.ctx.scope is scope]
+        sites = local or info.constructions
+        return bool(sites) and all(N.bool_value(N.keyword_arg_value(c.node, "enabled")) is False for c in sites)
+
+    def is_scaler_construction(self, site: CallSite) -> bool:
+        """``torch.amp.GradScaler(...)`` in any spelling, or through ``GS = torch.amp.GradScaler``."""
+        if site.qualname in N.SCALER_CLASSES:
+            return True
+        if site.qualname is not None or site.func_text is None or "." in site.func_text:
+            return False
+        return self._names_scaler_class(site.node.func, site.ctx.scope)
+
+    @cached_property
+    def scaler_construction_sites(self) -> list[CallSite]:
+        """Every call that builds a GradScaler, assigned or not."""
+        return [site for site in self.calls if not site.in_decorator and self.is_scaler_construction(site)]
+
+    @cached_property
+    def calls_by_stmt(self) -> dict[cst.CSTNode, list[CallSite]]:
+        """Innermost statement -> the calls written in it (a compound's header calls too)."""
+        out: dict[cst.CSTNode, list[CallSite]] = {}
+        for site in self.calls:
+            if site.ctx.stmt is not None:
+                out.setdefault(site.ctx.stmt, []).append(site)
+        return out
+
+    @cached_property
+    def event_by_call(self) -> dict[cst.Call, Event]:
+        return {event.call: event for event in self.events}
+
+    @cached_property
+    def loop_by_node(self) -> dict[cst.CSTNode, Loop]:
+        return {loop.node: loop for loop in self.loops}
+
+    def contains(self, outer: cst.CSTNode, inner: cst.CSTNode) -> bool:
+        """``inner`` lies within ``outer`` in the source."""
+        a, b = self.position(outer), self.position(inner)
+        return (a.start.line, a.start.column) <= (b.start.line, b.start.column) and (b.end.line, b.end.column) <= (
+            a.end.line,
+            a.end.column,
+        )
+
+    def names_bound_in_loop(self, loop: Loop) -> set[str]:
+        """Dotted names (re)bound in each iteration of ``loop``: loop targets and assignments in its body."""
+        out: set[str] = set(loop.target_names)
+        for inner in self.loops:
+            if inner.scope is loop.scope and self.contains(loop.node, inner.node):
+                out |= inner.target_names
+        for assignment in self.assignments:
+            if assignment.ctx.scope is loop.scope and loop in assignment.ctx.loops:
+                for target in assignment.targets:
+                    out.add(target.replace("[...]", ""))
+        return out
+
+    def outermost_training_loop(self, ctx: Context) -> Loop | None:
+        """The outermost loop around ``ctx`` (same function) that runs training iterations."""
+        for loop in ctx.loops:
+            if loop in self.training_loops:
+                return loop
+        return None
+
+    @cached_property
+    def optimizer_builds(self) -> dict[str, list[Assignment]]:
+        """Optimizer key -> the assignments that build it (``opt = torch.optim.AdamW(...)``)."""
+        out: dict[str, list[Assignment]] = {}
+        for assignment in self.assignments:
+            if not isinstance(assignment.value, cst.Call):
+                continue
+            site = self._c.call_by_node.get(assignment.value)
+            if site is None:
+                continue
+            qualname = site.qualname or ""
+            last = (site.func_text or "").rsplit(".", 1)[-1]
+            if (qualname.startswith("torch.optim.") and ".lr_scheduler" not in qualname and ".swa_utils" not in qualname) or (
+                last in _OPTIMIZER_CLASSES and "sched" not in qualname
+            ):
+                for target in assignment.targets:
+                    out.setdefault(target, []).append(assignment)
+        return out
+
+    def optimizer_parameter_owners(self, key: str) -> set[str] | None:
+        """For ``opt = Adam(model.parameters())``: ``{"model"}``; ``None`` when not visible."""
+        owners: set[str] = set()
+        constructions = self.optimizer_builds.get(key)
+        if not constructions:
+            return None
+        for assignment in constructions:
+            call = assignment.value
+            assert isinstance(call, cst.Call)
+            params = N.argument(call, 0, "params")
+            owner = _parameters_owner(params)
+            if owner is None:
+                return None
+            owners.add(owner)
+        return owners
+
+    def clip_parameter_owner(self, call: cst.Call) -> str | None:
+        """``model`` for ``clip_grad_norm_(model.parameters(), ...)`` / ``model.clip_grad_norm_(...)``."""
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value in ("clip_grad_norm_", "clip_grad_value_"):
+            site = self._c.call_by_node.get(call)
+            if site is not None and site.qualname not in N.CLIP_FUNCTIONS:
+                return N.dotted(func.value)
+        return _parameters_owner(N.argument(call, 0, "parameters"))
+
     # -- statements
     def parent_of(self, node: cst.CSTNode) -> cst.CSTNode | None:
         return self.parents.get(node)
@@ -1150,3 +1423,360 @@ class FileFacts:
     def indent_of(self, node: cst.CSTNode) -> str:
         line = self.lines[self.position(node).start.line - 1] if self.lines else ""
         return line[: len(line) - len(line.lstrip())]
+
+    # -- scaler paths (AMP007-AMP012): exclusive branches, AMP gates, iterations
+    BACKWARD_KINDS = ("scale_backward", "backward", "autograd_backward")
+
+    def contains(self, outer: cst.CSTNode, inner: cst.CSTNode) -> bool:
+        """``inner`` lies within ``outer`` (by source position)."""
+        try:
+            o, i = self.position(outer), self.position(inner)
+        except KeyError:
+            return False
+        return (o.start.line, o.start.column) <= (i.start.line, i.start.column) and (i.end.line, i.end.column) <= (
+            o.end.line,
+            o.end.column,
+        )
+
+    def condition_key(self, test: cst.BaseExpression) -> tuple[str, bool]:
+        """A branch test as comparable text, and whether it is negated.
+
+        ``not x`` / ``x is not None`` / ``a != b`` / ``k not in d`` give the text of the positive
+        form with ``negated=True``, so ``if scaler is None`` and ``if scaler is not None`` compare.
+        """
+        negated = False
+        while isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            test = test.expression
+            negated = not negated
+        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+            comparison = test.comparisons[0]
+            operator = comparison.operator
+            positive = {cst.IsNot: "is", cst.NotEqual: "==", cst.NotIn: "in"}
+            for kind, text in positive.items():
+                if isinstance(operator, kind):
+                    negated = not negated
+                    return f"{self._flat(test.left)} {text} {self._flat(comparison.comparator)}", negated
+            name = {cst.Is: "is", cst.Equal: "==", cst.In: "in"}
+            for kind, text in name.items():
+                if isinstance(operator, kind):
+                    return f"{self._flat(test.left)} {text} {self._flat(comparison.comparator)}", negated
+        return self._flat(test), negated
+
+    def _flat(self, node: cst.CSTNode) -> str:
+        text = re.sub(r"\s+", "", self.code(node))
+        while text.startswith("(") and text.endswith(")") and _balanced(text[1:-1]):
+            text = text[1:-1]
+        return text
+
+    def branch_key(self, branch: Branch) -> tuple[str, bool] | None:
+        """(test text, runs when the test is true) for an ``if``/``elif``/``else`` branch."""
+        if isinstance(branch.node, cst.If) and branch.part in ("body", "orelse"):
+            text, negated = self.condition_key(branch.node.test)
+            return text, (not negated) if branch.part == "body" else negated
+        return None
+
+    def exclusive(self, a: Context, b: Context) -> bool:
+        """True when ``a`` and ``b`` never run in the same pass through their function.
+
+        Opposite parts of one ``if`` (``if``/``elif``/``else`` chains included), a ``try`` handler
+        and its ``else``, or opposite parts of two ``if`` statements with the same test
+        (``if use_amp: ... else: ...`` written twice, ``if scaler is None`` / ``if scaler is not None``).
+        """
+        if a.scope is not b.scope:
+            return False
+        for ba in a.branches:
+            for bb in b.branches:
+                if ba.node is bb.node:
+                    if ba.part != bb.part and (
+                        {ba.part, bb.part} == {"body", "orelse"} or {ba.part, bb.part} == {"handler", "orelse"}
+                    ):
+                        return True
+                    continue
+                ka, kb = self.branch_key(ba), self.branch_key(bb)
+                if ka is not None and kb is not None and ka[0] == kb[0] and ka[1] != kb[1]:
+                    return True
+        return False
+
+    def on_path(self, a: Context, b: Context) -> bool:
+        """``a`` and ``b`` are in one function and may run in the same pass through it."""
+        return a.scope is b.scope and not self.exclusive(a, b)
+
+    _AMP_TOKENS = frozenset(
+        {"amp", "scaler", "scaling", "fp16", "float16", "half", "mixed", "precision", "autocast", "apex",
+         "fp32", "float32", "bf16", "bfloat16", "dtype", "scale"}
+    )
+
+    def mentions_amp(self, expr: cst.CSTNode) -> bool:
+        """The expression names something AMP-ish (``use_amp``, ``self.scaler``, ``args.fp16`` ...)."""
+        for word in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", self.code(expr)):
+            lowered = word.lower()
+            if lowered in self._AMP_TOKENS or any(part in self._AMP_TOKENS for part in lowered.split("_")):
+                return True
+        return False
+
+    def amp_gate(self, ctx: Context, other: Context | None = None) -> Branch | None:
+        """An ``if`` branch around ``ctx`` that selects the AMP or the non-AMP path (its test
+        mentions AMP, or the other part of the ``if`` scales or steps through a scaler), and that
+        does not also enclose ``other``."""
+        inside_other = set(other.branches) if other is not None else set()
+        for branch in ctx.branches:
+            if not isinstance(branch.node, cst.If) or branch in inside_other:
+                continue
+            if self.mentions_amp(branch.node.test):
+                return branch
+            for event in self.events_by_scope.get(ctx.scope, []):
+                if event.kind in ("scale_backward", "scaler_step", "update", "unscale"):
+                    for eb in event.ctx.branches:
+                        if eb.node is branch.node and eb.part != branch.part:
+                            return branch
+        return None
+
+    def is_accumulation_test(self, test: cst.BaseExpression) -> bool:
+        """``(i + 1) % accum == 0`` / ``step % grad_accum_steps == 0`` / ``accelerator.sync_gradients``."""
+        text = self.code(test)
+        if "%" in text and not re.search(r"['\"]", text):
+            return True
+        lowered = text.lower()
+        return "accum" in lowered or "sync_grad" in lowered or "update_freq" in lowered
+
+    def accumulation_branch(self, ctx: Context) -> Branch | None:
+        """The innermost ``if`` body around ``ctx`` whose test is an accumulation boundary."""
+        for branch in reversed(ctx.branches):
+            if isinstance(branch.node, cst.If) and branch.part == "body" and self.is_accumulation_test(branch.node.test):
+                return branch
+        return None
+
+    def under_same_condition(self, ctx: Context, branch: Branch) -> bool:
+        """``ctx`` runs only when ``branch`` runs: inside it, or inside an ``if`` with the same test and part."""
+        key = self.branch_key(branch)
+        for own in ctx.branches:
+            if own == branch:
+                return True
+            if key is not None and self.branch_key(own) == key:
+                return True
+        return False
+
+    @cached_property
+    def backward_functions(self) -> set[Scope]:
+        """Function scopes that (transitively, within this file) run a backward."""
+        result = {e.ctx.scope for e in self.events if e.kind in self.BACKWARD_KINDS}
+        return self._callers_closure(result)
+
+    @cached_property
+    def updating_functions(self) -> set[Scope]:
+        """Function scopes that (transitively, within this file) call ``scaler.update()``."""
+        return self._callers_closure({e.ctx.scope for e in self.events if e.kind == "update"})
+
+    def _callers_closure(self, result: set[Scope]) -> set[Scope]:
+        result = set(result)
+        changed = True
+        while changed:
+            changed = False
+            for site in self.calls:
+                if site.ctx.scope in result:
+                    continue
+                if any(f.scope in result for f in self.called_functions(site)):
+                    result.add(site.ctx.scope)
+                    changed = True
+        return result
+
+    def calls_into(self, site: CallSite, scopes: set[Scope]) -> bool:
+        return any(f.scope in scopes for f in self.called_functions(site))
+
+    @cached_property
+    def backward_loops(self) -> set[Loop]:
+        """Loops whose body runs a backward (directly or through a same-file function)."""
+        out: set[Loop] = set()
+        for event in self.events:
+            if event.kind in self.BACKWARD_KINDS:
+                out.update(event.ctx.loops)
+        for site in self.calls:
+            if site.ctx.loops and self.calls_into(site, self.backward_functions):
+                out.update(site.ctx.loops)
+        return out
+
+    def iteration_loop(self, ctx: Context) -> Loop | None:
+        """The innermost loop around ``ctx`` that runs a backward: one pass of it is one training
+        iteration (a ``for opt in optimizers`` loop inside it is not)."""
+        for loop in reversed(ctx.loops):
+            if loop in self.backward_loops:
+                return loop
+        return None
+
+    def backward_scaler(self, event: Event) -> str | None:
+        """The scaler whose scale a backward runs on: ``scaler.scale(loss).backward()``,
+        ``(scaler.scale(loss) / n).backward()`` or ``scaled = scaler.scale(loss); scaled.backward()``."""
+        if event.kind == "scale_backward":
+            return event.scaler
+        if event.kind not in ("backward", "autograd_backward"):
+            return None
+        target = event.call.func.value if event.kind == "backward" and isinstance(event.call.func, cst.Attribute) else event.call
+        for other in self.events_by_scope.get(event.ctx.scope, []):
+            if other.kind == "scale" and self.contains(target, other.call):
+                return other.scaler
+        if event.kind == "backward" and event.receiver is not None:
+            for assignment in self.assignments_to(event.receiver, event.ctx.scope):
+                if assignment.ctx.order >= event.order or assignment.value is None:
+                    continue
+                for other in self.events_by_scope.get(assignment.ctx.scope, []):
+                    if other.kind == "scale" and self.contains(assignment.value, other.call):
+                        return other.scaler
+        return None
+
+    def statement_in_block(self, node: cst.CSTNode, block: cst.CSTNode) -> cst.CSTNode | None:
+        """The statement of ``block`` that holds ``node`` (a statement), if any."""
+        current: cst.CSTNode | None = node
+        seen = 0
+        while current is not None and seen < 200:
+            parent = self.parents.get(current)
+            if parent is block:
+                return current
+            current = parent
+            seen += 1
+        return None
+
+    # -- nodes inside nodes (by source range)
+    def within(self, inner: cst.CSTNode, outer: cst.CSTNode) -> bool:
+        """``inner`` lies inside ``outer``'s source range (or is it)."""
+        a, b = self.position(outer), self.position(inner)
+        return (a.start.line, a.start.column) <= (b.start.line, b.start.column) and (b.end.line, b.end.column) <= (
+            a.end.line,
+            a.end.column,
+        )
+
+    def calls_within(self, node: cst.CSTNode) -> list[CallSite]:
+        """Call sites inside ``node`` (itself excluded), in source order."""
+        return [s for s in self.calls if s.node is not node and self.within(s.node, node)]
+
+    def references_within(self, node: cst.CSTNode) -> list[Reference]:
+        """Dotted-name references inside ``node``."""
+        return [r for r in self.references if self.within(r.node, node)]
+
+    @cached_property
+    def with_contexts(self) -> dict[cst.With, Context]:
+        """Where each ``with`` statement sits (its scope, loops, branches)."""
+        return {node: ctx for node, ctx in self._c.withs}
+
+    # -- gradient-free code: ``with torch.no_grad():``, ``@torch.inference_mode()``
+    def _grad_disabling(self, expr: cst.BaseExpression, scope: Scope) -> bool:
+        target = expr.func if isinstance(expr, cst.Call) else expr
+        qualname = self.qualname(target, scope)
+        if qualname in N.GRAD_DISABLING:
+            return True
+        if isinstance(expr, cst.Call) and qualname in ("torch.set_grad_enabled", "torch.autograd.set_grad_enabled"):
+            return N.bool_value(N.argument(expr, 0, "mode")) is False
+        return False
+
+    @cached_property
+    def grad_disabled_nodes(self) -> set[cst.CSTNode]:
+        """``with`` blocks and decorated functions that run without autograd (no_grad/inference_mode)."""
+        out: set[cst.CSTNode] = set()
+        for node, ctx in self._c.withs:
+            if any(self._grad_disabling(item.item, ctx.scope) for item in node.items):
+                out.add(node)
+        for function in self.functions:
+            if any(self._grad_disabling(d.decorator, function.ctx.scope) for d in function.node.decorators):
+                out.add(function.node)
+        return out
+
+    def in_no_grad(self, ctx: Context) -> bool:
+        """The code at ``ctx`` runs under ``no_grad``/``inference_mode`` (lexically, incl. decorators)."""
+        if any(w in self.grad_disabled_nodes for w in ctx.withs):
+            return True
+        scope: Scope | None = ctx.scope
+        while scope is not None:
+            if scope.kind == "function" and scope.node in self.grad_disabled_nodes:
+                return True
+            scope = scope.parent
+        return False
+
+    # -- optimizers and the modules they train
+    def is_optimizer_construction(self, site: CallSite) -> bool:
+        """``torch.optim.X(...)``, a known optimizer class, or an optimizer factory call."""
+        qualname = site.qualname or ""
+        last = (site.func_text or "").rsplit(".", 1)[-1]
+        return bool(
+            (qualname.startswith("torch.optim.") and ".lr_scheduler" not in qualname and ".swa_utils" not in qualname)
+            or (last in _OPTIMIZER_CLASSES and (qualname == "" or "sched" not in qualname))
+            or _OPTIMIZER_FACTORY.search(last)
+        )
+
+    @cached_property
+    def optimizer_constructions(self) -> list[CallSite]:
+        return [site for site in self.calls if self.is_optimizer_construction(site)]
+
+    @cached_property
+    def optimized_modules(self) -> list[tuple[str, CallSite]]:
+        """(module key, optimizer construction) for modules whose parameters an optimizer receives.
+
+        ``SGD(model.parameters())``, param groups (``[{"params": m.parameters()}]``), a name bound
+        first (``params = filter(..., model.parameters()); AdamW(params)``), and factories given the
+        module itself (``create_optimizer_v2(model, ...)``, ``build_optimizer(cfg, model)``).
+        """
+        out: list[tuple[str, CallSite]] = []
+        for site in self.optimizer_constructions:
+            nodes: list[cst.CSTNode] = [site.node]
+            for arg in site.node.args:
+                if isinstance(arg.value, cst.Name):
+                    for assignment in self.assignments_to(arg.value.value, site.ctx.scope):
+                        if assignment.value is not None and assignment.ctx.order < site.ctx.order:
+                            nodes.append(assignment.value)
+            for node in nodes:
+                for inner in self.calls_within(node):
+                    func = inner.node.func
+                    if isinstance(func, cst.Attribute) and func.attr.value in ("parameters", "named_parameters"):
+                        key = N.dotted(func.value)
+                        if key is not None:
+                            out.append((key, site))
+            last = (site.func_text or "").rsplit(".", 1)[-1]
+            if _OPTIMIZER_FACTORY.search(last):
+                for arg in site.node.args:
+                    if arg.star:
+                        continue
+                    key = N.dotted(arg.value)
+                    if key is not None and (arg.keyword is None or arg.keyword.value in ("model", "module", "net")):
+                        out.append((key, site))
+        return out
+
+    def module_calls(self, key: str) -> list[CallSite]:
+        """Calls that run a module: ``model(x)`` / ``model.forward(x)``."""
+        return [s for s in self.calls if s.func_text in (key, f"{key}.forward")]
+
+    @cached_property
+    def frozen_modules(self) -> set[str]:
+        """Module keys frozen in this file: ``m.requires_grad_(False)``, ``for p in m.parameters():
+        p.requires_grad = False``, or ``m.eval()`` with no ``m.train()`` anywhere."""
+        out: set[str] = set()
+        trained: set[str] = set()
+        evaluated: set[str] = set()
+        for site in self.calls:
+            func = site.node.func
+            if not isinstance(func, cst.Attribute):
+                continue
+            key = N.dotted(func.value)
+            if key is None:
+                continue
+            method = func.attr.value
+            if method == "requires_grad_":
+                value = N.argument(site.node, 0, "requires_grad")
+                if N.bool_value(value) is False:
+                    out.add(key)
+            elif method == "eval":
+                evaluated.add(key)
+            elif method == "train":
+                trained.add(key)
+        out |= evaluated - trained
+        for loop in self.loops:
+            if not isinstance(loop.node, cst.For) or not isinstance(loop.node.iter, cst.Call):
+                continue
+            func = loop.node.iter.func
+            if not (isinstance(func, cst.Attribute) and func.attr.value == "parameters"):
+                continue
+            key = N.dotted(func.value)
+            names = loop.target_names
+            for assignment in self.assignments:
+                if loop in assignment.ctx.loops and N.bool_value(assignment.value) is False:
+                    if any(t.endswith(".requires_grad") and t.split(".")[0] in names for t in assignment.targets):
+                        if key is not None:
+                            out.add(key)
+        return out

@@ -41,6 +41,16 @@ CLIP_FUNCTIONS = frozenset(
     }
 )
 PARTIAL = frozenset({"functools.partial"})
+# Context managers / decorators under which no autograd graph is recorded.
+GRAD_DISABLING = frozenset(
+    {
+        "torch.no_grad",
+        "torch.inference_mode",
+        "torch.autograd.no_grad",
+        "torch.autograd.grad_mode.no_grad",
+        "torch.autograd.grad_mode.inference_mode",
+    }
+)
 CONTEXTMANAGER = frozenset({"contextlib.contextmanager"})
 
 
@@ -119,6 +129,29 @@ def argument(call: cst.Call, position: int | None, name: str) -> cst.BaseExpress
         positionals = positional_args(call)
         if len(positionals) > position:
             return positionals[position].value
+    return None
+
+
+def dict_items(node: cst.CSTNode | None) -> list[tuple[str | None, cst.BaseExpression, cst.CSTNode]] | None:
+    """``{"k": v}`` / ``dict(k=v)`` as ``[(key or None, value, element)]``; ``None`` if not a dict display.
+
+    ``**spread`` entries are returned with key ``"**"`` (their content is unknown).
+    """
+    out: list[tuple[str | None, cst.BaseExpression, cst.CSTNode]] = []
+    if isinstance(node, cst.Dict):
+        for element in node.elements:
+            if isinstance(element, cst.DictElement):
+                out.append((string_value(element.key), element.value, element))
+            else:
+                out.append(("**", element.value, element))
+        return out
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "dict":
+        for arg in node.args:
+            if arg.keyword is not None:
+                out.append((arg.keyword.value, arg.value, arg))
+            else:
+                out.append(("**", arg.value, arg))
+        return out
     return None
 
 

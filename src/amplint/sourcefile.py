@@ -48,14 +48,14 @@ def decode_source(data: bytes, name: str) -> SourceText:
     return SourceText(text=text, encoding=encoding, bom=bom)
 
 
-def read_source(path: Path) -> SourceText:
+def read_bytes(path: Path) -> bytes:
     try:
         size = path.stat().st_size
         if size > MAX_FILE_BYTES:
             raise SourceError(
                 f"{path}: file is too large to lint ({size // 1024} KiB > {MAX_FILE_BYTES // 1024} KiB)"
             )
-        data = path.read_bytes()
+        return path.read_bytes()
     except SourceError:
         raise
     except IsADirectoryError:
@@ -66,7 +66,10 @@ def read_source(path: Path) -> SourceText:
         raise SourceError(f"{path}: permission denied") from None
     except OSError as exc:
         raise SourceError(f"{path}: cannot read ({exc.strerror or exc})") from None
-    return decode_source(data, str(path))
+
+
+def read_source(path: Path) -> SourceText:
+    return decode_source(read_bytes(path), str(path))
 
 
 def encode_source(source: SourceText, text: str) -> bytes:

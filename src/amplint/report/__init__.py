@@ -7,6 +7,7 @@ A reporter module exposes ``render(findings, context) -> str`` (what goes to std
 from __future__ import annotations
 
 import importlib
+import re
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
@@ -25,6 +26,7 @@ _MODULES = {
 }
 
 SYNTAX_ERROR_NAME = "syntax-error"
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
 @dataclass
@@ -40,7 +42,8 @@ class ReportContext:
         cache = self.__dict__.setdefault("_lines", {})
         if filename not in cache:
             text = next((r.source for r in self.results if r.filename == filename and r.source is not None), None)
-            cache[filename] = text.splitlines() if text is not None else []
+            # Only \n, \r\n and \r end a line for the parser (str.splitlines also splits on \f, \x1c...).
+            cache[filename] = _LINE_BREAK.split(text) if text is not None else []
         return cache[filename]
 
     def applicable(self, finding: Finding) -> bool:

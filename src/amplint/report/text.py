@@ -17,6 +17,11 @@ def headline(finding: Finding, context: ReportContext) -> str:
     )
 
 
+# Control characters (other than tab) would garble a terminal: show their Unicode pictures.
+_CONTROL = {code: 0x2400 + code for code in range(32) if code != 9}
+_CONTROL[127] = 0x2421
+
+
 def _caret_line(line: str, finding: Finding) -> tuple[str, str]:
     start = max(1, finding.location.column)
     prefix = line[: start - 1]
@@ -47,7 +52,7 @@ def render_full(findings: Sequence[Finding], context: ReportContext) -> str:
         row = finding.location.row
         hint = _hint(finding, context)
         if 0 < row <= len(source):
-            line = source[row - 1].rstrip("\r\n")
+            line = source[row - 1].rstrip("\r\n").translate(_CONTROL)
             gutter = " " * len(str(row))
             pad, carets = _caret_line(line, finding)
             lines.append(f"{gutter} |")

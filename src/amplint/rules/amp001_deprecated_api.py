@@ -116,7 +116,9 @@ class DeprecatedAmpApi(Rule):
     name = "deprecated-amp-api"
     summary = "Deprecated `torch.cuda.amp` / `torch.cpu.amp` API"
     fix_safety = FixSafety.SAFE
-    triggers = (r"\bamp\b", r"autocast_(?:gpu|cpu)_dtype", r"autocast_cpu_enabled", r"autocast_mode", r"grad_scaler")
+    # ".amp" covers torch.cuda.amp in every dotted form; "import amp" covers
+    # ``from torch.cuda import amp``; the legacy functions all contain "autocast".
+    triggers = (".amp", "import amp", "autocast", "GradScaler", "custom_fwd", "custom_bwd")
 
     valid = (
         "import torch\nwith torch.amp.autocast('cuda'):\n    pass\n",

@@ -73,8 +73,8 @@ class Rule:
     severity: ClassVar[Severity] = Severity.ERROR
     fix_safety: ClassVar[FixSafety] = FixSafety.NONE
     default_enabled: ClassVar[bool] = True
-    # Regular expressions over raw file text; a file matching none of them cannot
-    # hold this rule's finding, so the prefilter may skip parsing it.
+    # Literal substrings (not regexes) of the raw file: a file containing none of
+    # them cannot hold this rule's finding, so the prefilter skips parsing it.
     triggers: ClassVar[tuple[str, ...]] = ()
     valid: ClassVar[tuple[str, ...]] = ()
     invalid: ClassVar[tuple[Union[str, Invalid], ...]] = ()

@@ -7,8 +7,10 @@ import sys
 import click
 
 _HELP = """Run SCRIPT (or -m MODULE) with AMP for --steps optimizer steps and judge whether it
-trains, against an FP32 reference of the same script. Arguments after SCRIPT, or after `--`,
-are passed to the script. Exit 0 trains, 1 criteria failed, 2 could not run."""
+trains, against an FP32 reference of the same script.
+
+Arguments after `--` are passed to the script (so are options verify does not know).
+Exit 0 trains, 1 criteria failed, 2 could not run."""
 
 
 @click.command("verify", help=_HELP, context_settings={"ignore_unknown_options": True})
@@ -28,7 +30,7 @@ are passed to the script. Exit 0 trains, 1 criteria failed, 2 could not run."""
 @click.option("--json", "json_out", type=click.Path(dir_okay=False, writable=True), help="Write the report as JSON.")
 @click.option("--plot", "plot_out", type=click.Path(dir_okay=False, writable=True), help="Write loss and scale curves as PNG.")
 @click.option("--progress/--no-progress", default=None, help="Progress bar on stderr (default: when stderr is a terminal).")
-@click.argument("script_and_args", nargs=-1, type=click.UNPROCESSED)
+@click.argument("script_and_args", nargs=-1, type=click.UNPROCESSED, metavar="SCRIPT [-- SCRIPT_ARGS...]")
 def verify_command(module, steps, device, dtype, baseline, rtol, max_skipped_frac, seed, nproc_per_node,
                    json_out, plot_out, progress, script_and_args):
     args = list(script_and_args)

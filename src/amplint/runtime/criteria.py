@@ -134,7 +134,9 @@ def evaluate(crit: Criteria, amp: Any, ref: Any | None) -> list[Check]:
     a0, a1 = summ["amp_first"], summ["amp_final"]
     if crit.baseline == "fp32":
         r0, r1 = summ["ref_first"], summ["ref_final"]
-        if ref is None or ref.status == "error" or r0 is None or r1 is None:
+        if a0 is None:
+            checks.append(Check("final loss vs FP32", False, "the AMP run recorded no loss"))
+        elif ref is None or ref.status == "error" or r0 is None or r1 is None:
             why = ref.error if ref is not None and ref.error else "no reference losses"
             checks.append(Check("final loss vs FP32", False, f"reference unusable: {why}"))
         elif a1 is None or a0 is None or not math.isfinite(a1):

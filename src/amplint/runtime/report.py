@@ -67,6 +67,8 @@ def _mem(b: int | None) -> str:
 
 
 def format_text(result: Any) -> str:
+    if result.exit_code == 2 and (result.amp is None or result.amp.needs_gpu):
+        return verdict_line(result)  # nothing ran: the reason alone, on one line
     lines: list[str] = []
     env = result.environment
     stats = summary_stats(result)

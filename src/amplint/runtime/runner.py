@@ -150,7 +150,7 @@ def _user_traceback(exc: BaseException) -> list[str]:
     own_dir = os.path.dirname(os.path.abspath(__file__))
     lines = []
     for fs in traceback.extract_tb(exc.__traceback__):
-        if fs.filename.startswith((torch_dir, own_dir)) or fs.filename.endswith("runpy.py"):
+        if fs.filename.startswith((torch_dir, own_dir, "<frozen")) or fs.filename.endswith("runpy.py"):
             continue
         lines.append(f"{fs.filename}:{fs.lineno} in {fs.name}: {(fs.line or '').strip()}")
     return lines[-5:]

@@ -1,0 +1,491 @@
+"""Side-by-side speed benchmark: amplint vs TorchFix, Fixit, ruff and a regex floor.
+
+Runs every tool on the `speed` corpus (transformers + timm + ultralytics, see
+corpus.py), interleaved round-robin so that machine noise (thermal, other
+load) hits every tool alike, and reports median and min-max wall time and
+peak memory. Also checks the performance targets from the design.
+
+Usage:
+    python bench/speed.py                      # 3 reps, TorchFix/Fixit on a file subset
+    python bench/speed.py --reps 5 --full      # TorchFix/Fixit on the full corpus (slow)
+    python bench/speed.py --write-docs         # also update docs/performance.md
+
+Other tools are installed in their own venv (<cache>/tools-venv) so that their
+dependencies (TorchFix pins libcst) never mix with amplint's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import re
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import corpus  # sibling script, not a package
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DOCS_FILE = REPO_ROOT / "docs" / "performance.md"
+START_MARKER, END_MARKER = "<!-- bench:start -->", "<!-- bench:end -->"
+
+TOOL_PINS = ["torchfix==0.7.0", "fixit==2.2.1", "ruff==0.17.6"]
+GNU_TIME = "/usr/bin/time"
+SINGLE_FILE = "ultralytics/engine/trainer.py"  # a real training loop with AMP, inside ultralytics
+
+# The floor for "look at every byte": read each file and scan it with one regex.
+REGEX_FLOOR = r"""
+import os, re, sys
+rx = re.compile(rb"autocast|GradScaler|\bamp\b|unscale_")
+hits = 0
+for top in sys.argv[1:]:
+    for d, _, files in os.walk(top):
+        for f in files:
+            if f.endswith(".py"):
+                with open(os.path.join(d, f), "rb") as fh:
+                    hits += len(rx.findall(fh.read()))
+print(hits)
+"""
+
+
+@dataclass
+class Tool:
+    key: str
+    label: str
+    cmd: list[str]
+    # Wall times are multiplied by this to stand for the full corpus, when the
+    # tool is too slow to run on all of it every time.
+    scale: float = 1.0
+    note: str = ""
+    prime: bool = False  # run once untimed first (to fill a cache)
+    ok_codes: tuple[int, ...] = (0, 1)
+    times: list[float] = field(default_factory=list)
+    max_rss_kb: list[int] = field(default_factory=list)
+    tree_rss_kb: list[int] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------- measurement
+
+
+def _children(pid: int) -> list[int]:
+    kids: list[int] = []
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/children") as fh:
+                kids += [int(k) for k in fh.read().split()]
+    except OSError:
+        pass
+    return kids
+
+
+def _rss_kb(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/statm") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") // 1024
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def _tree_rss_kb(root: int) -> int:
+    total, stack = 0, [root]
+    while stack:
+        pid = stack.pop()
+        total += _rss_kb(pid)
+        stack += _children(pid)
+    return total
+
+
+class TreeRssSampler(threading.Thread):
+    """Peak of the summed RSS of a process tree, sampled.
+
+    GNU time's %M is the largest single process only; a tool with a worker
+    pool uses the sum. 50 ms sampling misses sub-sample spikes but costs
+    almost no CPU, which matters on a small machine.
+    """
+
+    def __init__(self, pid: int, interval: float = 0.05):
+        super().__init__(daemon=True)
+        self.pid, self.interval, self.peak_kb = pid, interval, 0
+        self._stop_event = threading.Event()
+
+    def run(self) -> None:
+        while not self._stop_event.is_set():
+            # Subtract /usr/bin/time itself: it is measurement, not the tool.
+            self.peak_kb = max(self.peak_kb, _tree_rss_kb(self.pid) - _rss_kb(self.pid))
+            self._stop_event.wait(self.interval)
+
+    def stop(self) -> None:
+        self._stop_event.set()
+        self.join()
+
+
+def run_once(tool: Tool, cwd: Path) -> tuple[float, int, int, int, str]:
+    """Wall seconds, largest-process RSS KiB, tree RSS KiB, exit code, stderr tail."""
+    with tempfile.NamedTemporaryFile("r", suffix=".time") as rss_file:
+        cmd = [GNU_TIME, "-f", "%M", "-o", rss_file.name, *tool.cmd] if has_gnu_time() else tool.cmd
+        start = time.perf_counter()
+        proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        sampler = TreeRssSampler(proc.pid)
+        sampler.start()
+        _, err = proc.communicate()
+        wall = time.perf_counter() - start
+        sampler.stop()
+        text = rss_file.read().strip().splitlines()
+        max_rss = int(text[-1]) if has_gnu_time() and text and text[-1].isdigit() else 0
+    # GNU time passes the tool's exit status through.
+    return wall, max_rss, sampler.peak_kb, proc.returncode, err.decode(errors="replace")[-2000:]
+
+
+_GNU_TIME: bool | None = None
+
+
+def has_gnu_time() -> bool:
+    global _GNU_TIME
+    if _GNU_TIME is None:
+        try:
+            probe = subprocess.run([GNU_TIME, "-f", "%M", "true"], check=False, capture_output=True, text=True)
+            _GNU_TIME = probe.returncode == 0 and probe.stderr.strip().isdigit()
+        except OSError:
+            _GNU_TIME = False
+    return _GNU_TIME
+
+
+def measure(tools: list[Tool], reps: int, cwd: Path) -> None:
+    for rep in range(reps):
+        for tool in tools:  # round-robin: each rep runs every tool once
+            if tool.prime and rep == 0:
+                # Prime right before the first timed run: amplint's cache key
+                # includes its own code, so an edit in between would turn
+                # the "warm" run cold.
+                run_once(tool, cwd)
+            wall, max_rss, tree_rss, code, err = run_once(tool, cwd)
+            print(f"  rep {rep + 1}/{reps} {tool.label}: {wall:.2f}s rc={code}", file=sys.stderr, flush=True)
+            tool.times.append(wall * tool.scale)
+            tool.max_rss_kb.append(max_rss)
+            tool.tree_rss_kb.append(tree_rss)
+            if code not in tool.ok_codes:
+                tool.failures.append(f"rc={code}: {err.strip()[-500:]}")
+
+
+# ---------------------------------------------------------------- tools
+
+
+def tools_venv() -> Path:
+    return corpus.cache_dir() / "tools-venv"
+
+
+def ensure_tools_venv() -> Path:
+    venv = tools_venv()
+    bin_dir = venv / "bin"
+    if not all((bin_dir / exe).exists() for exe in ("torchfix", "fixit", "ruff")):
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        subprocess.run([str(bin_dir / "python"), "-m", "pip", "install", "--quiet",
+                        "--disable-pip-version-check", *TOOL_PINS], check=True)
+    return bin_dir
+
+
+def py_files(dirs: list[Path]) -> list[Path]:
+    return sorted(p for d in dirs for p in d.rglob("*.py"))
+
+
+def subset(files: list[Path], n: int) -> list[Path]:
+    # Every k-th file of the sorted list: deterministic, and spread over all
+    # three packages instead of the first n files of transformers.
+    if n >= len(files):
+        return files
+    step = len(files) / n
+    return [files[int(i * step)] for i in range(n)]
+
+
+def amplint_available(base: list[str]) -> bool:
+    try:
+        return subprocess.run([*base, "--version"], check=False, capture_output=True, timeout=60).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def amplint_tools(base: list[str], dirs: list[str], single: str) -> list[Tool]:
+    check = [*base, "check", "--exit-zero"]
+    return [
+        Tool("cold", "amplint cold", [*check, "--no-cache", *dirs]),
+        # A cache of its own, outside the repo and the corpus, so that the
+        # timed runs hit exactly what the priming run wrote.
+        Tool("warm", "amplint warm (cache hit)",
+             [*check, "--cache-dir", str(corpus.cache_dir() / "amplint-cache"), *dirs], prime=True,
+             note="primed by one untimed run with the same command"),
+        Tool("j1", "amplint -j1", [*check, "-j1", "--no-cache", *dirs]),
+        Tool("noprefilter", "amplint --no-prefilter", [*check, "--no-prefilter", "--no-cache", *dirs]),
+        Tool("single", "amplint one file", [*check, "--no-cache", single],
+             note=f"`{SINGLE_FILE}`, incl. interpreter start-up"),
+    ]
+
+
+def slow_tool(key: str, label: str, cmd: list[str], files: list[Path], dirs: list[str],
+              n: int | None) -> Tool:
+    """A tool that may be run on a subset of files and extrapolated per file count."""
+    if n is None or n >= len(files):
+        return Tool(key, label, [*cmd, *dirs], ok_codes=(0, 1))
+    chosen = subset(files, n)
+    # Said next to the figure: per-file extrapolation is only as good as the
+    # subset is typical, and the line share shows how typical it is.
+    line_share = count_lines(chosen) / count_lines(files)
+    return Tool(key, f"{label} (extrapolated)", [*cmd, *map(str, chosen)],
+                scale=len(files) / len(chosen), ok_codes=(0, 1),
+                note=f"timed on {len(chosen)} of {len(files)} files (every {len(files) / len(chosen):.1f}th "
+                     f"of the sorted list; {len(chosen) / len(files):.1%} of files, {line_share:.1%} of lines), "
+                     f"time scaled linearly by file count ×{len(files) / len(chosen):.2f}; RSS not scaled")
+
+
+def count_lines(files: list[Path]) -> int:
+    return sum(f.read_bytes().count(b"\n") for f in files)
+
+
+def other_tools(bin_dir: Path, files: list[Path], dirs: list[str], args: argparse.Namespace) -> list[Tool]:
+    tf_n = None if args.full else args.torchfix_subset
+    fx_n = None if args.full else args.fixit_subset
+    return [
+        slow_tool("torchfix", "torchfix --select ALL", [str(bin_dir / "torchfix"), "--select", "ALL"],
+                  files, dirs, tf_n),
+        slow_tool("fixit", "fixit lint", [str(bin_dir / "fixit"), "lint"], files, dirs, fx_n),
+        Tool("ruff", "ruff --select ALL",
+             [str(bin_dir / "ruff"), "check", "--select", "ALL", "--no-cache", "--exit-zero", *dirs]),
+        Tool("regex", "regex floor (1 process)", [sys.executable, "-c", REGEX_FLOOR, *dirs],
+             ok_codes=(0,)),
+    ]
+
+
+# ---------------------------------------------------------------- reporting
+
+
+def version_of(cmd: list[str]) -> str:
+    try:
+        out = subprocess.run([*cmd, "--version"], check=False, capture_output=True, text=True, timeout=60)
+        return (out.stdout or out.stderr).strip().splitlines()[0] if out.returncode == 0 else "unavailable"
+    except (OSError, subprocess.TimeoutExpired, IndexError):
+        return "unavailable"
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def corpus_stats(dirs: list[Path]) -> tuple[int, int, int]:
+    files = py_files(dirs)
+    lines = size = 0
+    for f in files:
+        data = f.read_bytes()
+        lines += data.count(b"\n")
+        size += len(data)
+    return len(files), lines, size
+
+
+def median(tool: Tool) -> float:
+    return statistics.median(tool.times)
+
+
+def peak_mb(tool: Tool) -> str:
+    largest = max(tool.max_rss_kb, default=0) / 1024
+    tree = max(tool.tree_rss_kb, default=0) / 1024
+    return f"{largest:.0f} / {tree:.0f}" if largest else f"– / {tree:.0f}"
+
+
+def table(tools: list[Tool], baseline: Tool | None) -> list[str]:
+    lines = ["| tool | median s | min–max s | peak RSS MB (largest process / all processes) | ratio to amplint cold |",
+             "|---|---:|---:|---:|---:|"]
+    for tool in tools:
+        if not tool.times:
+            continue
+        ratio = f"{median(tool) / median(baseline):.1f}×" if baseline and baseline.times else "n/a"
+        failed = " **(failed)**" if tool.failures else ""
+        lines.append(f"| {tool.label}{failed} | {median(tool):.2f} | {min(tool.times):.2f}–{max(tool.times):.2f} "
+                     f"| {peak_mb(tool)} | {ratio} |")
+    return lines
+
+
+def check_targets(by_key: dict[str, Tool]) -> list[tuple[str, str]]:
+    """(PASS|FAIL|SKIP, description) for each design target."""
+
+    def m(key: str) -> float | None:
+        tool = by_key.get(key)
+        return median(tool) if tool and tool.times and not tool.failures else None
+
+    def target(desc: str, keys: tuple[str, ...], ok) -> tuple[str, str]:
+        values = [m(k) for k in keys]
+        if any(v is None for v in values):
+            return "SKIP", desc
+        return ("PASS" if ok(*values) else "FAIL"), desc
+
+    amplint_rows = [t for k, t in by_key.items() if k in ("cold", "warm", "j1", "noprefilter", "single") and t.times]
+    peak = max((max(t.tree_rss_kb + t.max_rss_kb) for t in amplint_rows), default=None)
+    results = [
+        target("cold ≥ 50× faster than torchfix", ("cold", "torchfix"), lambda c, t: t / c >= 50),
+        target("--no-prefilter ≥ 5× faster than torchfix", ("noprefilter", "torchfix"), lambda n, t: t / n >= 5),
+        target("cold within 3× of ruff", ("cold", "ruff"), lambda c, r: c <= 3 * r),
+        target("warm no slower than ruff", ("warm", "ruff"), lambda w, r: w <= r),
+        target("cold within 4× of the regex floor", ("cold", "regex"), lambda c, r: c <= 4 * r),
+        target("single file < 250 ms", ("single",), lambda s: s < 0.25),
+    ]
+    rss_desc = "peak RSS < 300 MB (every amplint run, all processes summed)"
+    results.append(("SKIP", rss_desc) if peak is None else ("PASS" if peak / 1024 < 300 else "FAIL", rss_desc))
+    return results
+
+
+def target_detail(by_key: dict[str, Tool]) -> list[str]:
+    def m(key: str) -> float | None:
+        tool = by_key.get(key)
+        return median(tool) if tool and tool.times else None
+
+    pairs = [("torchfix", "cold"), ("torchfix", "noprefilter"), ("cold", "ruff"), ("warm", "ruff"),
+             ("cold", "regex")]
+    out = []
+    for a, b in pairs:
+        if m(a) and m(b):
+            out.append(f"{by_key[a].label} / {by_key[b].label} = {m(a) / m(b):.1f}")
+    return out
+
+
+def report(tools: list[Tool], env: dict[str, str], stats: tuple[int, int, int], targets: list[tuple[str, str]],
+           detail: list[str]) -> str:
+    files, lines, size = stats
+    by_key = {t.key: t for t in tools}
+    body = [*table(tools, by_key.get("cold")), ""]
+    body += [f"- Measured {time.strftime('%Y-%m-%d')}",
+             (f"- Machine: {env['cores']} cores, {env['cpu']}, {env['os']}; Python {env['python']}; "
+              f"1-min load average {env['load']} the run"),
+             f"- Corpus (`speed` set): {env['corpus']} — {files} `.py` files, {lines:,} lines, {size / 1e6:.1f} MB",
+             f"- Versions: {env['versions']}",
+             (f"- {env['reps']} repetitions per tool, interleaved round-robin; wall time includes interpreter "
+              f"start-up; RSS from GNU time (largest process) and /proc sampling every 50 ms (all processes).")]
+    notes = [f"- {t.label}: {t.note}" for t in tools if t.note and t.times]
+    body += notes
+    body += ["", "Targets:", ""]
+    body += [f"- {status} {desc}" for status, desc in targets]
+    if detail:
+        body += ["", "Ratios: " + "; ".join(detail)]
+    body += ["", "Commands (corpus paths abbreviated as `$CORPUS`):", "", "```"]
+    for t in tools:
+        if t.times:
+            body.append(f"{t.label}: {abbreviate(t.cmd, env)}")
+    body += ["```", "", f"Reproduce: `{env['invocation']}`"]
+    failures = [f"- {t.label}: {f}" for t in tools for f in t.failures[:1]]
+    if failures:
+        body += ["", "Failures:", "", *failures]
+    return "\n".join(body)
+
+
+def abbreviate(cmd: list[str], env: dict[str, str]) -> str:
+    text = shlex.join(cmd)
+    if len(cmd) > 40:  # a file subset: say how many, not all of them
+        head = [c for c in cmd if not c.endswith(".py")]
+        text = shlex.join(head) + f" <{len(cmd) - len(head)} files>"
+    text = text.replace(env["cache_src"], "$CORPUS").replace(env["cache"], "$CACHE")
+    return re.sub(r"import os, re.*?print\(hits\)\n", "<regex floor script>", text, flags=re.DOTALL)
+
+
+def write_docs(block: str, path: Path = DOCS_FILE) -> None:
+    """Replace only the text between the markers; other sections belong to others."""
+    if path.exists():
+        text = path.read_text(encoding="utf-8")
+    else:
+        text = ("# Performance\n\nHow fast amplint is, measured by `bench/speed.py` on a pinned real-world "
+                "corpus (see `bench/README.md`). The table between the markers is generated; do not edit "
+                "it by hand.\n\n")
+    if START_MARKER in text and END_MARKER in text:
+        before, rest = text.split(START_MARKER, 1)
+        _, after = rest.split(END_MARKER, 1)
+    else:
+        before, after = text.rstrip("\n") + "\n\n", "\n"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".md.tmp")
+    tmp.write_text(f"{before}{START_MARKER}\n{block}\n{END_MARKER}{after}", encoding="utf-8")
+    tmp.replace(path)
+
+
+# ---------------------------------------------------------------- main
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--amplint", default=f"{shlex.quote(sys.executable)} -m amplint",
+                        help="command that runs amplint (default: this interpreter's -m amplint)")
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--torchfix-subset", type=int, default=150, metavar="N",
+                        help="time TorchFix on N files and extrapolate (default 150)")
+    parser.add_argument("--fixit-subset", type=int, default=150, metavar="N",
+                        help="time Fixit on N files and extrapolate (default 150)")
+    parser.add_argument("--full", action="store_true", help="run TorchFix and Fixit on the full corpus")
+    parser.add_argument("--only", default="", help="comma-separated tool keys: "
+                        "cold,warm,j1,noprefilter,single,torchfix,fixit,ruff,regex")
+    parser.add_argument("--write-docs", action="store_true", help=f"update {DOCS_FILE.relative_to(REPO_ROOT)}")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    dirs = [corpus.prepare(n, v) for n, v in corpus.SPEED.items()]
+    files = py_files(dirs)
+    dir_args = [str(d) for d in dirs]
+    single = str(corpus.src_dir("ultralytics", corpus.SPEED["ultralytics"]) / SINGLE_FILE)
+    bin_dir = ensure_tools_venv()
+    amplint = shlex.split(args.amplint)
+
+    tools: list[Tool] = []
+    if amplint_available(amplint):
+        tools += amplint_tools(amplint, dir_args, single)
+    else:
+        print(f"warning: `{args.amplint} --version` failed; amplint rows skipped", file=sys.stderr)
+    tools += other_tools(bin_dir, files, dir_args, args)
+    if args.only:
+        keep = set(args.only.split(","))
+        tools = [t for t in tools if t.key in keep]
+
+    # amplint's cache goes to the working directory's project; keep it out of the repo.
+    workdir = corpus.cache_dir() / "speed-cwd"
+    workdir.mkdir(parents=True, exist_ok=True)
+    # One untimed read of the corpus so every tool starts with a warm page cache.
+    subprocess.run([sys.executable, "-c", REGEX_FLOOR, *dir_args], stdout=subprocess.DEVNULL, check=True)
+    # Other load on the machine skews every figure; say how much there was.
+    load_before = os.getloadavg()[0]
+    measure(tools, args.reps, workdir)
+    load_after = os.getloadavg()[0]
+
+    env = {
+        "cores": str(os.cpu_count()), "cpu": cpu_model(), "os": f"{platform.system()} {platform.release()}",
+        "python": platform.python_version(), "reps": str(args.reps),
+        "load": f"{load_before:.2f} before, {load_after:.2f} after",
+        "corpus": ", ".join(f"{n}=={v}" for n, v in corpus.SPEED.items()),
+        "versions": "; ".join([
+            f"amplint: {version_of(amplint)}",
+            f"torchfix {version_of([str(bin_dir / 'torchfix')])}",
+            version_of([str(bin_dir / "fixit")]), version_of([str(bin_dir / "ruff")]),
+        ]),
+        "cache": str(corpus.cache_dir()), "cache_src": str(corpus.cache_dir() / "src"),
+        "invocation": "python bench/speed.py " + shlex.join(argv if argv is not None else sys.argv[1:]),
+    }
+    by_key = {t.key: t for t in tools}
+    targets = check_targets(by_key)
+    block = report(tools, env, corpus_stats(dirs), targets, target_detail(by_key))
+    print(block)
+    if args.write_docs:
+        write_docs(block)
+        print(f"wrote {DOCS_FILE}", file=sys.stderr)
+    return 1 if any(t.failures for t in tools) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,187 @@
+from __future__ import annotations
+
+from typing import Iterator
+
+import libcst as cst
+
+from amplint.facts import Event
+from amplint.model import FixSafety
+from amplint.rules.base import AMP_DOCS, AMP_EXAMPLES, AMP_RECIPE, Invalid, Rule, Violation
+
+
+class OptimizerStepBypassesScaler(Rule):
+    """
+    ## What it does
+    Finds `optimizer.step()` called directly on an optimizer whose gradients came from
+    `scaler.scale(loss).backward()`.
+
+    ## Why is this bad?
+    `scaler.scale(loss)` multiplies the loss by the current scale (65536 at the start), so every
+    gradient is 65536 times too large. `scaler.step(optimizer)` divides the gradients by the scale
+    and skips the step when they hold inf/NaN; a plain `optimizer.step()` does neither: the weights
+    take a step scaled by 65536 and blow up, and overflow steps are applied instead of skipped. A
+    following `scaler.update()` then fails with `AssertionError: No inf checks were recorded prior
+    to update.` because the scaler never saw a step.
+
+    The rule stays silent when the two paths are exclusive (`if use_amp: scaler.scale(loss).backward()
+    ... else: loss.backward(); optimizer.step()`), when the `optimizer.step()` sits in the non-AMP
+    branch of an `if scaler is not None:` / `if use_amp:` test, when the scaler is built with
+    `enabled=False`, when `scaler.unscale_(optimizer)` ran first, and for `optimizer.step(closure)`.
+
+    ## Example
+    ```python
+    import torch
+
+    scaler = torch.amp.GradScaler("cuda")
+    optimizer = torch.optim.AdamW(model.parameters())
+    for x, y in loader:
+        optimizer.zero_grad()
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = loss_fn(model(x), y)
+        scaler.scale(loss).backward()
+        optimizer.step()
+    ```
+
+    ## Use instead
+    ```python
+    import torch
+
+    scaler = torch.amp.GradScaler("cuda")
+    optimizer = torch.optim.AdamW(model.parameters())
+    for x, y in loader:
+        optimizer.zero_grad()
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = loss_fn(model(x), y)
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+    ```
+
+    ## Fix safety
+    The fix is safe: `optimizer.step()` becomes `scaler.step(optimizer)` with the scaler that
+    scaled the backward, which unscales the gradients and then calls `optimizer.step()` (or skips
+    it on inf/NaN). If no `scaler.update()` follows, AMP009 reports that next and inserts it. No fix
+    is offered when backwards through different scalers reach the step.
+
+    ## References
+    - [Automatic Mixed Precision examples: typical mixed precision training](https://pytorch.org/docs/stable/notes/amp_examples.html#typical-mixed-precision-training)
+    - [torch.amp.GradScaler](https://pytorch.org/docs/stable/amp.html#gradient-scaling)
+    - [AMP recipe](https://pytorch.org/tutorials/recipes/recipes/amp_recipe.html)
+    """
+
+    code = "AMP007"
+    name = "optimizer-step-bypasses-scaler"
+    summary = "`optimizer.step()` on gradients scaled by `scaler.scale(loss).backward()`"
+    fix_safety = FixSafety.SAFE
+    triggers = (".scale(",)
+
+    valid = (
+        "scaler = torch.amp.GradScaler('cuda')\nscaler.scale(loss).backward()\nscaler.step(optimizer)\nscaler.update()\n",
+        (
+            "scaler = torch.amp.GradScaler('cuda')\n"
+            "if use_amp:\n    scaler.scale(loss).backward()\n    scaler.step(optimizer)\n    scaler.update()\n"
+            "else:\n    loss.backward()\n    optimizer.step()\n"
+        ),
+        "import torch\nscaler = torch.amp.GradScaler('cuda', enabled=False)\nscaler.scale(loss).backward()\noptimizer.step()\n",
+        "scaler = torch.amp.GradScaler('cuda')\nscaler.scale(loss).backward()\noptimizer.step(closure)\n",
+        (
+            "scaler = torch.amp.GradScaler('cuda', enabled=use_amp)\nscaler.scale(loss).backward()\n"
+            "if use_amp:\n    scaler.step(optimizer)\n    scaler.update()\nelse:\n    optimizer.step()\n"
+        ),
+    )
+    invalid = (
+        Invalid(
+            "scaler = torch.amp.GradScaler('cuda')\nscaler.scale(loss).backward()\noptimizer.step()\n",
+            fixed="scaler = torch.amp.GradScaler('cuda')\nscaler.scale(loss).backward()\nscaler.step(optimizer)\n",
+        ),
+        Invalid(
+            (
+                "def train_step(self, batch):\n    loss = self.model(batch)\n"
+                "    self.scaler.scale(loss).backward()\n    self.optimizer.step()\n    self.scaler.update()\n"
+            ),
+            fixed=(
+                "def train_step(self, batch):\n    loss = self.model(batch)\n"
+                "    self.scaler.scale(loss).backward()\n    self.scaler.step(self.optimizer)\n    self.scaler.update()\n"
+            ),
+        ),
+        Invalid(
+            (
+                "scaler = torch.amp.GradScaler('cuda')\nif use_amp:\n    scaler.scale(loss).backward()\n"
+                "else:\n    loss.backward()\noptimizer.step()\n"
+            ),
+            fixed=(
+                "scaler = torch.amp.GradScaler('cuda')\nif use_amp:\n    scaler.scale(loss).backward()\n"
+                "else:\n    loss.backward()\nscaler.step(optimizer)\n"
+            ),
+        ),
+    )
+
+    def check(self) -> Iterator[Violation]:
+        facts = self.facts
+        for events in facts.events_by_scope.values():
+            for event in events:
+                if event.kind != "optimizer_step" or event.call.args:
+                    continue  # ``optimizer.step(closure)``: LBFGS-style, the closure owns the backward
+                backwards = self._scaled_backwards(event, events)
+                if not backwards:
+                    continue
+                if facts.amp_gate(event.ctx, backwards[0].ctx) is not None:
+                    continue  # the non-AMP path of an ``if use_amp`` / ``if scaler is not None`` test
+                scalers = sorted({facts.backward_scaler(b) or "" for b in backwards})
+                line = facts.position(backwards[0].call).start.line
+                optimizer = event.optimizer or facts.code(event.call.func.value)  # type: ignore[attr-defined]
+                scaler = scalers[0] if len(scalers) == 1 else None
+                message = (
+                    f"`{optimizer}.step()` runs on gradients scaled by `{scalers[0]}.scale(...)` (line {line}): "
+                    f"the step is ~65536x too large and inf/NaN steps are not skipped; "
+                    f"use `{scalers[0]}.step({optimizer})`"
+                )
+                if scaler is None:
+                    yield self.violation(event.call, message, no_fix_reason="backwards through several scalers reach this step")
+                    continue
+                func = event.call.func
+                assert isinstance(func, cst.Attribute)
+                replacement = cst.Call(
+                    func=cst.Attribute(value=cst.parse_expression(scaler), attr=cst.Name("step")),
+                    args=[cst.Arg(value=func.value)],
+                )
+                fix = self.safe_fix(f"Replace with `{scaler}.step({optimizer})`", {event.call: replacement})
+                yield self.violation(event.call, message, fix=fix)
+
+    def _scaled_backwards(self, step: Event, events: list[Event]) -> list[Event]:
+        """The scaled backwards whose gradients this ``optimizer.step()`` consumes, nearest first.
+
+        Walks back from the step along its path: a later unscaled backward on the same path, a
+        ``zero_grad``, an ``update`` or an earlier step of this optimizer end the search;
+        ``scaler.unscale_(optimizer)`` means the gradients were unscaled (not this rule's case).
+        """
+        facts = self.facts
+        plain: list[Event] = []
+        found: list[Event] = []
+        for event in reversed(events):
+            if event.order >= step.order or not facts.on_path(event.ctx, step.ctx):
+                continue
+            kind = event.kind
+            if kind in ("update", "zero_grad"):
+                break
+            if kind in ("optimizer_step", "scaler_step") and event.optimizer == step.optimizer:
+                break
+            if kind == "unscale" and event.optimizer == step.optimizer:
+                return []
+            if kind in facts.BACKWARD_KINDS:
+                scaler = facts.backward_scaler(event)
+                if scaler is None:
+                    plain.append(event)
+                    continue
+                if any(facts.on_path(p.ctx, event.ctx) for p in plain):
+                    break  # an unscaled backward after it on the same path: mixed, stay silent
+                info = facts.scalers.get(scaler)
+                if info is not None and info.provably_disabled:
+                    break
+                found.append(event)
+                # Alternatives on exclusive paths (``if a: scaler.scale(l1).backward() else: ...``)
+                # are collected too; one on the same path as this one ends the search.
+                if any(facts.on_path(f.ctx, event.ctx) for f in found[:-1]):
+                    found.pop()
+                    break
+        return found

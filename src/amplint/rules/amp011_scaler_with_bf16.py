@@ -1,0 +1,101 @@
+from __future__ import annotations
+
+from typing import Iterator
+
+from amplint import names as N
+from amplint.model import FixSafety, Severity
+from amplint.rules.base import Rule, Violation
+
+
+class ScalerWithBf16(Rule):
+    """
+    ## What it does
+    Reports an enabled `GradScaler` in a file whose every autocast region runs in bfloat16: all
+    regions pass a literal `dtype=torch.bfloat16`, or are CPU regions with the default dtype
+    (bfloat16). Scalers built with `enabled=...` set from a condition, and files with any region
+    whose dtype is not a literal bfloat16, are not reported.
+
+    ## Why is this bad?
+    Loss scaling exists because float16 has a narrow exponent range and small gradients underflow
+    to zero. bfloat16 has float32's exponent range, so its gradients do not underflow and need no
+    scaling: the AMP docs use a `GradScaler` only with float16. The scaler then only adds work (a
+    multiplication, an inf/NaN check per step, a host sync) and may still skip steps on overflow.
+    This is informational: the code trains correctly.
+
+    ## Example
+    ```python
+    import torch
+
+    scaler = torch.amp.GradScaler("cuda")
+    for x, y in loader:
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = loss_fn(model(x), y)
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+    ```
+
+    ## Use instead
+    ```python
+    import torch
+
+    for x, y in loader:
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = loss_fn(model(x), y)
+        loss.backward()
+        optimizer.step()
+    ```
+
+    ## Fix safety
+    There is no fix: removing the scaler means rewriting every `scale`/`step`/`update` call, and a
+    scaler kept for a float16 mode should be built with `enabled=(dtype == torch.float16)`.
+
+    ## References
+    - [Automatic Mixed Precision package - torch.amp](https://pytorch.org/docs/stable/amp.html)
+    - [CUDA Automatic Mixed Precision examples](https://pytorch.org/docs/stable/notes/amp_examples.html)
+    - [Automatic Mixed Precision recipe](https://pytorch.org/tutorials/recipes/recipes/amp_recipe.html)
+    """
+
+    code = "AMP011"
+    name = "scaler-with-bf16"
+    summary = "GradScaler used only with bfloat16 autocast"
+    severity = Severity.INFO
+    fix_safety = FixSafety.NONE
+    triggers = ("GradScaler",)
+
+    valid = (
+        "import torch\nscaler = torch.amp.GradScaler('cuda')\nwith torch.autocast('cuda'):\n    loss = model(x)\n",
+        "import torch\nscaler = torch.amp.GradScaler('cuda', enabled=dtype == torch.float16)\n"
+        "with torch.autocast('cuda', dtype=torch.bfloat16):\n    loss = model(x)\n",
+        "import torch\nscaler = torch.amp.GradScaler('cuda')\nwith torch.autocast('cuda', dtype=amp_dtype):\n    loss = model(x)\n",
+        "import torch\nscaler = torch.amp.GradScaler('cuda')\n",
+    )
+    invalid = (
+        "import torch\nscaler = torch.amp.GradScaler('cuda')\nwith torch.autocast('cuda', dtype=torch.bfloat16):\n    loss = model(x)\n",
+        "import torch\nscaler = torch.amp.GradScaler('cpu')\nwith torch.autocast('cpu'):\n    loss = model(x)\n",
+        "import torch\nscaler = torch.cuda.amp.GradScaler(enabled=True)\n"
+        "with torch.cuda.amp.autocast(dtype=torch.bfloat16):\n    loss = model(x)\n",
+    )
+
+    def check(self) -> Iterator[Violation]:
+        facts = self.facts
+        if not facts.scalers:
+            return
+        regions = [r for rs in facts.autocast_regions.values() for r in rs if r.enabled is not False]
+        if not regions:
+            return
+        if any(not r.resolved or r.conditional or r.effective_dtype != "bfloat16" for r in regions):
+            return
+        for info in facts.scalers.values():
+            for site in info.constructions:
+                if N.has_star_args(site.node) or len(N.positional_args(site.node)) > 2:
+                    continue
+                enabled = N.keyword_arg_value(site.node, "enabled")
+                if enabled is not None and N.bool_value(enabled) is not True:
+                    continue
+                yield self.violation(
+                    site.node,
+                    "GradScaler is enabled but every autocast region in this file runs in bfloat16, which has "
+                    "float32's exponent range and needs no loss scaling: the scaler only adds work "
+                    "(drop it, or build it with `enabled=` true only for float16)",
+                )

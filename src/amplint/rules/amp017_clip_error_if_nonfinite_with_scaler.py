@@ -1,0 +1,157 @@
+from __future__ import annotations
+
+from typing import Iterator
+
+import libcst as cst
+
+from amplint import cstedit as E
+from amplint import names as N
+from amplint.facts import Event, Scope
+from amplint.model import FixSafety
+from amplint.rules.base import Invalid, Rule, Violation
+
+_CLIP_NORM = frozenset({"torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad_norm"})
+_SCALER_KINDS = ("scale_backward", "unscale", "scaler_step")
+
+
+class ClipErrorIfNonfiniteWithScaler(Rule):
+    """
+    ## What it does
+    Finds `torch.nn.utils.clip_grad_norm_(..., error_if_nonfinite=True)` in a step that uses a
+    GradScaler: between a `scaler.scale(loss).backward()` and `scaler.step(optimizer)` in the same
+    function, or in a same-file helper called there.
+
+    ## Why is this bad?
+    With float16 and a GradScaler, inf/NaN gradients are part of normal operation: the scaler starts
+    at a scale of 65536, and every step that overflows is detected and skipped by `scaler.step`,
+    which then backs the scale off. `error_if_nonfinite=True` turns each of those expected overflow
+    steps into a `RuntimeError` from the clip, so training crashes, typically in the first few steps,
+    instead of skipping the step.
+
+    ## Example
+    ```python
+    import torch
+
+    def train_step(model, optimizer, scaler, x, y):
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = torch.nn.functional.mse_loss(model(x), y)
+        scaler.scale(loss).backward()
+        scaler.unscale_(optimizer)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, error_if_nonfinite=True)
+        scaler.step(optimizer)
+        scaler.update()
+    ```
+
+    ## Use instead
+    ```python
+    import torch
+
+    def train_step(model, optimizer, scaler, x, y):
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = torch.nn.functional.mse_loss(model(x), y)
+        scaler.scale(loss).backward()
+        scaler.unscale_(optimizer)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        scaler.step(optimizer)
+        scaler.update()
+    ```
+
+    ## Fix safety
+    The fix is safe: it drops `error_if_nonfinite=True`, which restores the default (`False`), under
+    which the scaler skips non-finite steps as designed. A positional `True` is dropped only when it is
+    the last argument. Scalers built with a literal `enabled=False` are not reported.
+
+    ## References
+    - [Gradient clipping with GradScaler](https://pytorch.org/docs/stable/notes/amp_examples.html#gradient-clipping)
+    - [Gradient scaling](https://pytorch.org/docs/stable/amp.html#gradient-scaling)
+    """
+
+    code = "AMP017"
+    name = "clip-error-if-nonfinite-with-scaler"
+    summary = "`clip_grad_norm_(error_if_nonfinite=True)` raises on the overflow steps a GradScaler skips"
+    fix_safety = FixSafety.SAFE
+    triggers = ("error_if_nonfinite", "clip_grad_norm")
+
+    valid = (
+        "import torch\ndef step(model, opt, loss):\n    loss.backward()\n"
+        "    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, error_if_nonfinite=True)\n    opt.step()\n",
+        "import torch\ndef step(model, opt, scaler, loss):\n    scaler.scale(loss).backward()\n    scaler.unscale_(opt)\n"
+        "    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, error_if_nonfinite=False)\n"
+        "    scaler.step(opt)\n    scaler.update()\n",
+        "import torch\nscaler = torch.amp.GradScaler('cuda', enabled=False)\ndef step(model, opt, loss):\n"
+        "    scaler.scale(loss).backward()\n    scaler.unscale_(opt)\n"
+        "    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, error_if_nonfinite=True)\n"
+        "    scaler.step(opt)\n    scaler.update()\n",
+    )
+    invalid = (
+        Invalid(
+            "import torch\ndef step(model, opt, scaler, loss):\n    scaler.scale(loss).backward()\n    scaler.unscale_(opt)\n"
+            "    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, error_if_nonfinite=True)\n"
+            "    scaler.step(opt)\n    scaler.update()\n",
+            fixed="import torch\ndef step(model, opt, scaler, loss):\n    scaler.scale(loss).backward()\n    scaler.unscale_(opt)\n"
+            "    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
+            "    scaler.step(opt)\n    scaler.update()\n",
+        ),
+        Invalid(
+            "from torch.nn.utils import clip_grad_norm_\ndef step(model, opt, scaler, loss):\n"
+            "    scaler.scale(loss).backward()\n    scaler.unscale_(opt)\n"
+            "    clip_grad_norm_(model.parameters(), 1.0, 2.0, True)\n    scaler.step(opt)\n    scaler.update()\n",
+            fixed="from torch.nn.utils import clip_grad_norm_\ndef step(model, opt, scaler, loss):\n"
+            "    scaler.scale(loss).backward()\n    scaler.unscale_(opt)\n"
+            "    clip_grad_norm_(model.parameters(), 1.0, 2.0)\n    scaler.step(opt)\n    scaler.update()\n",
+        ),
+    )
+
+    def check(self) -> Iterator[Violation]:
+        facts = self.facts
+        for site in facts.calls:
+            if site.qualname not in _CLIP_NORM:
+                continue
+            arg = self._error_if_nonfinite_true(site.node)
+            if arg is None:
+                continue
+            scaler = self._scaler_around(site.ctx.scope, site.ctx.order)
+            if scaler is None:
+                function = facts.function_of(site.ctx.scope)
+                if function is not None:
+                    for caller in facts.calls:
+                        if caller.ctx.scope is not site.ctx.scope and function in facts.called_functions(caller):
+                            scaler = self._scaler_around(caller.ctx.scope, caller.ctx.order)
+                            if scaler is not None:
+                                break
+            if scaler is None:
+                continue
+            message = (
+                f"`error_if_nonfinite=True` raises on every overflow step `{scaler}` would skip: with a GradScaler "
+                "inf/NaN gradients are expected and `scaler.step` skips them; drop the keyword"
+            )
+            if arg.keyword is None and arg is not site.node.args[-1]:
+                yield self.violation(site.node, message, no_fix_reason="the positional `True` is followed by other arguments")
+                continue
+            new = E.remove_arg(site.node, arg)
+            yield self.violation(site.node, message, fix=self.safe_fix("Drop `error_if_nonfinite=True`", {site.node: new}))
+
+    def _error_if_nonfinite_true(self, call: cst.Call) -> cst.Arg | None:
+        arg = N.keyword_arg(call, "error_if_nonfinite")
+        if arg is None:
+            positionals = N.positional_args(call)
+            arg = positionals[3] if len(positionals) > 3 and not N.has_star_args(call) else None
+        if arg is not None and N.bool_value(arg.value) is True:
+            return arg
+        return None
+
+    def _scaler_around(self, scope: Scope, order: int) -> str | None:
+        """An enabled-or-unknown scaler used around ``order`` in ``scope``: scaled backward or
+        ``unscale_`` before it, or ``scaler.step`` after it."""
+        for event in self.facts.events_by_scope.get(scope, []):
+            if event.kind not in _SCALER_KINDS or not self._enabled(event):
+                continue
+            before = event.order < order and event.kind in ("scale_backward", "unscale")
+            after = event.order > order and event.kind == "scaler_step"
+            if before or after:
+                return event.scaler
+        return None
+
+    def _enabled(self, event: Event) -> bool:
+        info = self.facts.scalers.get(event.scaler or "")
+        return info is not None and not info.provably_disabled

@@ -1,0 +1,123 @@
+"""DDP: ``--nproc-per-node N`` launches the script with torchrun, one instrumented run per rank.
+
+Each rank records its own steps and findings into a JSON file; once torchrun returns, the
+launching process merges them: the table shows rank 0's run, the findings are the union over
+ranks, the verdict is the worst rank's. The AMP run and the FP32 reference are two torchrun
+launches because a process group cannot be re-initialised reliably inside one process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from dataclasses import replace
+from typing import Any
+
+from .runner import RunOutcome, Target
+
+
+def run_distributed(result: Any, target: Target, *, steps: int, seed: int, nproc: int, progress: bool | None) -> Any:
+    from .api import EXIT_ERROR, judge
+
+    modes = ["amp"] + (["fp32"] if result.criteria.baseline == "fp32" else [])
+    per_mode: dict[str, list[RunOutcome | None]] = {}
+    for mode in modes:
+        with tempfile.TemporaryDirectory(prefix="amplint-ddp-") as out:
+            cmd = [
+                sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
+                "-m", "amplint.runtime.ddp", "--mode", mode, "--out", out, "--steps", str(steps),
+                "--seed", str(seed), "--device", result.device, "--dtype", result.dtype,
+            ]
+            cmd += ["--progress"] if (sys.stderr.isatty() if progress is None else progress) else []
+            cmd += ["--script", target.script] if target.script else ["--module", target.module or ""]
+            cmd += ["--", *target.args]
+            proc = subprocess.run(cmd)
+            runs: list[RunOutcome | None] = []
+            for rank in range(nproc):
+                path = os.path.join(out, f"rank{rank}.json")
+                if os.path.exists(path):
+                    with open(path, encoding="utf-8") as fh:
+                        runs.append(RunOutcome.from_dict(json.load(fh)))
+                else:
+                    runs.append(None)
+            per_mode[mode] = runs
+            if proc.returncode != 0 and all(r is None for r in runs):
+                result.message = f"torchrun exited with status {proc.returncode} before any rank reported"
+                result.exit_code = EXIT_ERROR
+                return result
+
+    rank_results = []
+    for rank in range(nproc):
+        amp = per_mode["amp"][rank]
+        ref = per_mode["fp32"][rank] if "fp32" in per_mode else None
+        rank_results.append(judge(replace(result, ranks=[], checks=[]), amp, ref))
+
+    merged = rank_results[0]
+    findings = {}
+    for r in rank_results:
+        for f in r.findings:
+            findings.setdefault((f.code, f.path, f.line), f)
+    if merged.amp is not None:
+        merged.amp.findings = sorted(findings.values(), key=lambda f: (f.path, f.line, f.code))
+    merged.exit_code = max(r.exit_code for r in rank_results)
+    if merged.exit_code == EXIT_ERROR and not merged.message:
+        merged.message = next((r.message for r in rank_results if r.message), "a rank could not run")
+    from .criteria import loss_summary
+
+    for rank, r in enumerate(rank_results):
+        summ = loss_summary(r.criteria, r.amp.steps, None) if r.amp else {"amp_final": None}
+        merged.ranks.append(
+            {
+                "rank": rank,
+                "exit_code": r.exit_code,
+                "verdict": {0: "trains", 1: "failed", 2: "error"}[r.exit_code],
+                "steps": len(r.amp.steps) if r.amp else 0,
+                "final_loss": summ["amp_final"],
+                "failed_checks": [c.name for c in r.checks if not c.ok],
+            }
+        )
+    return merged
+
+
+def _worker(argv: list[str]) -> int:
+    """One rank, inside torchrun: run once and write rank<RANK>.json."""
+    parser = argparse.ArgumentParser(prog="amplint.runtime.ddp")
+    parser.add_argument("--mode", choices=["amp", "fp32"], required=True)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--steps", type=int, required=True)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--dtype", default="auto")
+    parser.add_argument("--progress", action="store_true")
+    parser.add_argument("--script")
+    parser.add_argument("--module")
+    parser.add_argument("args", nargs=argparse.REMAINDER)
+    ns = parser.parse_args(argv)
+    args = ns.args[1:] if ns.args[:1] == ["--"] else ns.args
+
+    from .precision import PrecisionPlan
+    from .progress import Progress
+    from .runner import run_once
+
+    rank = int(os.environ.get("RANK", "0"))
+    remap = ns.device == "cpu"
+    plan = PrecisionPlan(remap, remap, None if ns.dtype == "auto" else ns.dtype, ns.mode == "fp32")
+    bar = Progress(f"{ns.mode}", ns.steps, ns.progress and rank == 0)
+    try:
+        outcome = run_once(
+            Target(script=ns.script, module=ns.module, args=tuple(args)),
+            mode=ns.mode, plan=plan, device=ns.device, steps=ns.steps, seed=ns.seed, on_step=bar,
+        )
+    finally:
+        bar.close()
+    with open(os.path.join(ns.out, f"rank{rank}.json"), "w", encoding="utf-8") as fh:
+        json.dump(outcome.to_dict(), fh, default=str)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_worker(sys.argv[1:]))

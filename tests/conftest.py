@@ -1,0 +1,164 @@
+"""Shared fixtures: an in-process CLI runner, a subprocess runner, and throwaway test rules.
+
+The test rules (codes AMP991-AMP994) have fixed messages, spans and fixes, so the output
+formats can be snapshotted exactly whatever the real rules' wording becomes. They are
+registered only for the tests that ask for ``fake_rules``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@lru_cache(maxsize=1)
+def _fake_rule_classes() -> tuple[type, ...]:
+    import libcst as cst
+
+    from amplint.model import FixSafety, Severity
+    from amplint.rules.base import RULES, Rule
+
+    def calls_named(facts, name):
+        for site in facts.calls:
+            if isinstance(site.node.func, cst.Name) and site.node.func.value == name:
+                yield site
+
+    class BadCall(Rule):
+        """
+        ## What it does
+        Test rule: flags `bad_call(...)`.
+        """
+
+        code = "AMP991"
+        name = "test-bad-call"
+        summary = "Test rule with a safe fix"
+        fix_safety = FixSafety.SAFE
+        triggers = (r"bad_call",)
+
+        def check(self):
+            for site in calls_named(self.facts, "bad_call"):
+                fix = self.safe_fix("Replace with `good_call`", {site.node.func: cst.Name("good_call")})
+                yield self.violation(site.node, "`bad_call` is not allowed", fix=fix)
+
+    class RiskyCall(Rule):
+        code = "AMP992"
+        name = "test-risky-call"
+        summary = "Test rule with an unsafe fix"
+        severity = Severity.WARNING
+        fix_safety = FixSafety.UNSAFE
+        triggers = (r"risky",)
+
+        def check(self):
+            for site in calls_named(self.facts, "risky"):
+                fix = self.unsafe_fix("Replace with `careful`", {site.node.func: cst.Name("careful")})
+                yield self.violation(site.node, "`risky` may change results", fix=fix)
+
+    class InfoCall(Rule):
+        code = "AMP993"
+        name = "test-info"
+        summary = "Test rule, info severity, no fix"
+        severity = Severity.INFO
+        triggers = (r"note_me",)
+
+        def check(self):
+            for site in calls_named(self.facts, "note_me"):
+                yield self.violation(site.node, "a note, with a comma: and a colon", no_fix_reason="nothing to fix")
+
+    class Explodes(Rule):
+        code = "AMP994"
+        name = "test-explodes"
+        summary = "Test rule that crashes"
+        default_enabled = False
+        triggers = (r"explode",)
+
+        def check(self):
+            raise ValueError("boom")
+            yield  # pragma: no cover
+
+    classes = (BadCall, RiskyCall, InfoCall, Explodes)
+    for cls in classes:
+        RULES.pop(cls.code, None)
+    return classes
+
+
+@pytest.fixture
+def fake_rules():
+    from amplint.rules.base import RULES
+
+    classes = _fake_rule_classes()
+    for cls in classes:
+        RULES[cls.code] = cls
+    try:
+        yield {cls.code: cls for cls in classes}
+    finally:
+        for cls in classes:
+            RULES.pop(cls.code, None)
+
+
+class Run:
+    def __init__(self, exit_code: int, stdout: str, stderr: str) -> None:
+        self.exit_code, self.stdout, self.stderr = exit_code, stdout, stderr
+
+    def __repr__(self) -> str:  # shown when an assertion fails
+        return f"Run(exit_code={self.exit_code}, stdout={self.stdout!r}, stderr={self.stderr!r})"
+
+
+@pytest.fixture
+def cli(tmp_path, monkeypatch):
+    """Run ``amplint ARGS`` in-process with the current directory at ``tmp_path``."""
+    from click.testing import CliRunner
+
+    from amplint.cli import main_group
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("AMPLINT_CACHE_DIR", raising=False)
+
+    def run(*args: str, input: str | bytes | None = None) -> Run:
+        result = CliRunner().invoke(main_group, list(args), input=input, prog_name="amplint")
+        if result.exception is not None and not isinstance(result.exception, SystemExit):
+            raise result.exception
+        return Run(result.exit_code, result.stdout, result.stderr)
+
+    return run
+
+
+@pytest.fixture
+def amplint_exe(tmp_path):
+    """Run ``python -m amplint ARGS`` as a real process (for exit codes, imports, tracebacks)."""
+
+    def run(*args: str, cwd: Path | None = None, input: bytes | None = None, env: dict | None = None) -> Run:
+        environ = {**os.environ, **(env or {})}
+        environ.pop("AMPLINT_CACHE_DIR", None)
+        proc = subprocess.run(
+            [sys.executable, "-m", "amplint", *args],
+            cwd=cwd or tmp_path,
+            input=input,
+            capture_output=True,
+            env=environ,
+            timeout=120,
+        )
+        return Run(proc.returncode, proc.stdout.decode(), proc.stderr.decode())
+
+    return run
+
+
+@pytest.fixture
+def files(tmp_path):
+    """``files({"a.py": "text", ...})`` writes files under ``tmp_path``; returns ``tmp_path``."""
+
+    def make(mapping: dict[str, str], root: Path | None = None) -> Path:
+        base = root or tmp_path
+        for rel, text in mapping.items():
+            path = base / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        return base
+
+    return make

@@ -1,0 +1,40 @@
+"""Helpers for the runtime (verify) tests: fixture paths, the family table, runners."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+TRAINING = ROOT / "fixtures" / "training"
+STEPS = 40  # verify steps and the scripts' own --steps: 40 keeps each run ~1 s on 2 cores
+
+# family -> (runtime code, whether the broken script really fails to train)
+FAMILIES = {
+    "fp16_model": ("AMP005", True),
+    "clip": ("AMP003", True),
+    "resume": ("AMP006", True),
+    "bypass": ("AMP007", True),
+    "autocast_backward": ("AMP002", False),
+    "scaler_per_step": ("AMP004", True),
+}
+
+
+def run_verify(script, **kwargs):
+    from amplint.runtime import verify
+
+    kwargs.setdefault("steps", STEPS)
+    kwargs.setdefault("device", "cpu")
+    args = kwargs.pop("args", ["--steps", str(STEPS)])
+    return verify(str(script), args, **kwargs)
+
+
+def run_cli(*args, cwd=None, timeout=300):
+    env = dict(os.environ, PYTHONWARNINGS="ignore")
+    return subprocess.run(
+        [sys.executable, "-m", "amplint", *map(str, args)],
+        capture_output=True, text=True, cwd=cwd or ROOT, timeout=timeout, env=env,
+    )
+

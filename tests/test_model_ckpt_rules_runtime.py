@@ -1,0 +1,94 @@
+"""Runtime truth for AMP005 and AMP006: the misuse shows its real symptom on CPU, the fixed script does not.
+
+Each script in fixtures/runtime/ is run in a subprocess (CPU float16 autocast, GradScaler("cpu"),
+synthetic data); then a copy is fixed with ``python -m amplint check --fix [--unsafe-fixes]
+--select CODE`` and run again.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+RUNTIME = Path(__file__).resolve().parents[1] / "fixtures" / "runtime"
+TIMEOUT = 180
+
+
+def _run_script(path: Path) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(path)], capture_output=True, text=True, timeout=TIMEOUT, cwd=path.parent
+    )
+
+
+def _fixed_copy(tmp_path: Path, name: str, code: str, unsafe: bool) -> Path:
+    copy = tmp_path / name
+    shutil.copy(RUNTIME / name, copy)
+    command = [sys.executable, "-m", "amplint", "check", "--fix", "--no-cache", "--select", code, str(copy)]
+    if unsafe:
+        command.insert(5, "--unsafe-fixes")
+    result = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT, cwd=tmp_path)
+    assert result.returncode in (0, 1), result.stderr
+    # After the fix nothing of this rule is left to report.
+    again = subprocess.run(
+        [sys.executable, "-m", "amplint", "check", "--no-cache", "--select", code, str(copy)],
+        capture_output=True, text=True, timeout=TIMEOUT, cwd=tmp_path,
+    )
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert copy.read_text() != (RUNTIME / name).read_text()
+    return copy
+
+
+def _report(result: subprocess.CompletedProcess) -> dict:
+    assert result.returncode == 0, result.stderr[-2000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_amp005_half_model_raises_and_fixed_script_trains(tmp_path):
+    name = "amp005_half_model.py"
+    broken = _run_script(RUNTIME / name)
+    assert broken.returncode != 0
+    assert "ValueError: Attempting to unscale FP16 gradients." in broken.stderr
+
+    fixed_path = _fixed_copy(tmp_path, name, "AMP005", unsafe=True)
+    assert '    model = build_model().to("cpu")\n' in fixed_path.read_text()
+    report = _report(_run_script(fixed_path))
+    assert report["param_dtype"] == "torch.float32"
+    assert math.isfinite(report["first_loss"]) and math.isfinite(report["last_loss"])
+
+
+def test_amp005_fix_is_unsafe_only(tmp_path):
+    copy = tmp_path / "amp005_half_model.py"
+    shutil.copy(RUNTIME / copy.name, copy)
+    subprocess.run(
+        [sys.executable, "-m", "amplint", "check", "--fix", "--no-cache", "--select", "AMP005", str(copy)],
+        capture_output=True, text=True, timeout=TIMEOUT, cwd=tmp_path,
+    )
+    assert copy.read_text() == (RUNTIME / copy.name).read_text(), "AMP005's fix must need --unsafe-fixes"
+
+
+def test_amp006_resume_without_scaler_skips_a_burst_and_fixed_resume_does_not(tmp_path):
+    name = "amp006_resume_without_scaler.py"
+    broken = _report(_run_script(RUNTIME / name))
+    # The first run overflowed and backed off: that history is what a resume must keep.
+    assert broken["first_run_skipped"] >= 5
+    assert broken["scale_at_save"] < 65536.0
+    # Resumed without scaler state: back at 65536, the same burst of skipped steps again.
+    assert broken["resumed_start_scale"] == 65536.0
+    assert broken["resumed_skipped"] >= 5
+
+    fixed_path = _fixed_copy(tmp_path, name, "AMP006", unsafe=False)
+    text = fixed_path.read_text()
+    assert '"scaler": scaler.state_dict()' in text
+    assert 'scaler.load_state_dict(checkpoint["scaler"])' in text
+    fixed = _report(_run_script(fixed_path))
+    assert fixed["resumed_start_scale"] == fixed["scale_at_save"] == broken["scale_at_save"]
+    assert fixed["resumed_skipped"] <= 1
+    assert fixed["resumed_skipped"] < broken["resumed_skipped"]

@@ -1,0 +1,71 @@
+"""``# noqa`` suppression, through the engine with the real AMP001 and a multi-line test rule."""
+
+from __future__ import annotations
+
+import pytest
+
+from amplint import lint_source
+
+IMPORT = "import torch\n"
+
+
+def codes(code: str) -> list[str]:
+    return [f.code for f in lint_source(code, "t.py")]
+
+
+@pytest.mark.parametrize(
+    ("comment", "suppressed"),
+    [
+        ("", False),
+        ("  # noqa", True),
+        ("  #noqa", True),
+        ("  # NOQA", True),
+        ("  # noqa: AMP001", True),
+        ("  # noqa:AMP001", True),
+        ("  # noqa: amp001", True),  # codes are case-insensitive
+        ("  # noqa: E501, AMP001", True),
+        ("  # noqa: AMP003,AMP001", True),
+        ("  # noqa: AMP003 AMP001", True),
+        ("  # noqa: E501", False),  # another tool's code must not silence amplint
+        ("  # noqa: AMP002", False),
+        ("  # noqa: AMP00", False),  # a prefix is not a code
+        ("  # type: ignore  # noqa: AMP001", True),
+        ("  # some text", False),
+    ],
+)
+def test_noqa_on_the_reported_line(comment, suppressed):
+    code = IMPORT + f"scaler = torch.cuda.amp.GradScaler(){comment}\n"
+    assert codes(code) == ([] if suppressed else ["AMP001"])
+
+
+def test_noqa_on_another_line_does_not_suppress():
+    code = IMPORT + "# noqa: AMP001\nscaler = torch.cuda.amp.GradScaler()\nx = 1  # noqa\n"
+    assert codes(code) == ["AMP001"]
+
+
+def test_noqa_suppresses_only_its_own_line():
+    code = IMPORT + "a = torch.cuda.amp.GradScaler()  # noqa: AMP001\nb = torch.cuda.amp.GradScaler()\n"
+    findings = lint_source(code, "t.py")
+    assert [(f.code, f.location.row) for f in findings] == [("AMP001", 3)]
+
+
+def test_multiline_finding_uses_its_first_line(fake_rules):
+    first = "x = bad_call(  # noqa: AMP991\n    1,\n)\n"
+    last = "x = bad_call(\n    1,\n)  # noqa: AMP991\n"
+    assert codes(first) == []
+    assert codes(last) == ["AMP991"]
+    (finding,) = lint_source(last, "t.py")
+    assert (finding.location.row, finding.end_location.row, finding.noqa_row) == (1, 3, 1)
+
+
+def test_syntax_error_is_never_suppressed():
+    code = IMPORT + "with torch.cuda.amp.autocast(:  # noqa\n    pass\n"
+    assert codes(code) == ["AMP000"]
+    code = IMPORT + "with torch.cuda.amp.autocast(:  # noqa: AMP000\n    pass\n"
+    assert codes(code) == ["AMP000"]
+
+
+def test_noqa_via_cli_exit_code(cli, files):
+    files({"a.py": IMPORT + "s = torch.cuda.amp.GradScaler()  # noqa: AMP001\n"})
+    run = cli("a.py")
+    assert (run.exit_code, run.stderr) == (0, "All checks passed!\n")
