@@ -304,13 +304,18 @@ def peak_mb(tool: Tool) -> str:
     return f"{largest:.0f} / {tree:.0f}" if largest else f"– / {tree:.0f}"
 
 
+def format_ratio(ratio: float) -> str:
+    # Two significant digits below 10 so fast tools do not all read "0.0×".
+    return f"{ratio:.0f}×" if ratio >= 10 else f"{ratio:.2g}×"
+
+
 def table(tools: list[Tool], baseline: Tool | None) -> list[str]:
     lines = ["| tool | median s | min–max s | peak RSS MB (largest process / all processes) | ratio to amplint cold |",
              "|---|---:|---:|---:|---:|"]
     for tool in tools:
         if not tool.times:
             continue
-        ratio = f"{median(tool) / median(baseline):.1f}×" if baseline and baseline.times else "n/a"
+        ratio = format_ratio(median(tool) / median(baseline)) if baseline and baseline.times else "n/a"
         failed = " **(failed)**" if tool.failures else ""
         lines.append(f"| {tool.label}{failed} | {median(tool):.2f} | {min(tool.times):.2f}–{max(tool.times):.2f} "
                      f"| {peak_mb(tool)} | {ratio} |")
@@ -371,6 +376,9 @@ def report(tools: list[Tool], env: dict[str, str], stats: tuple[int, int, int], 
              f"- Versions: {env['versions']}",
              (f"- {env['reps']} repetitions per tool, interleaved round-robin; wall time includes interpreter "
               f"start-up; RSS from GNU time (largest process) and /proc sampling every 50 ms (all processes).")]
+    if env["loaded"]:
+        body.append(f"- **Warning: the machine was busy (load average above {env['cores']} cores); "
+                    "every figure is inflated and the ratios are unreliable. Rerun on an idle machine.**")
     notes = [f"- {t.label}: {t.note}" for t in tools if t.note and t.times]
     body += notes
     body += ["", "Targets:", ""]
@@ -394,7 +402,7 @@ def abbreviate(cmd: list[str], env: dict[str, str]) -> str:
         head = [c for c in cmd if not c.endswith(".py")]
         text = shlex.join(head) + f" <{len(cmd) - len(head)} files>"
     text = text.replace(env["cache_src"], "$CORPUS").replace(env["cache"], "$CACHE")
-    return re.sub(r"import os, re.*?print\(hits\)\n", "<regex floor script>", text, flags=re.DOTALL)
+    return re.sub(r"'?\nimport os, re.*?print\(hits\)\n'?", "<regex floor script>", text, flags=re.DOTALL)
 
 
 def write_docs(block: str, path: Path = DOCS_FILE) -> None:
@@ -468,6 +476,7 @@ def main(argv: list[str] | None = None) -> int:
         "cores": str(os.cpu_count()), "cpu": cpu_model(), "os": f"{platform.system()} {platform.release()}",
         "python": platform.python_version(), "reps": str(args.reps),
         "load": f"{load_before:.2f} before, {load_after:.2f} after",
+        "loaded": max(load_before, load_after) > (os.cpu_count() or 1),
         "corpus": ", ".join(f"{n}=={v}" for n, v in corpus.SPEED.items()),
         "versions": "; ".join([
             f"amplint: {version_of(amplint)}",

@@ -349,10 +349,15 @@ def test_target_torch(cli, files):
     assert bad.stderr == "amplint: error: --target-torch: invalid torch version 'two' (expected e.g. 2.4)\n"
 
 
-def test_no_prefilter_parses_every_file(cli, files):
-    files({"a.py": "def f(:\n"})  # no AMP text: the prefilter skips it
-    assert cli("a.py").exit_code == 0
-    run = cli("a.py", "--no-prefilter", "--output-format", "concise")
+def test_syntax_errors_in_files_without_amp_text(cli, files):
+    files({"pkg/a.py": "def f(:\n"})  # no AMP text: the prefilter skips it
+    # Found by discovery: not parsed, so not reported (the price of skipping parses).
+    assert cli("pkg").exit_code == 0
+    # Named explicitly (as pre-commit does): still checked for syntax.
+    named = cli("pkg/a.py", "--output-format", "concise")
+    assert named.exit_code == 1
+    assert "pkg/a.py:1:7: AMP000 SyntaxError: invalid syntax" in named.stdout
+    run = cli("pkg", "--no-prefilter", "--output-format", "concise")
     assert run.exit_code == 1
     assert "AMP000" in run.stdout
 

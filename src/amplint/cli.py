@@ -67,7 +67,7 @@ class AmplintGroup(click.Group):
             else:
                 command = super().get_command(ctx, name)
                 if command is not None and not command.hidden:
-                    rows.append((name, command.get_short_help_str(limit=formatter.width - 6 - 10)))
+                    rows.append((name, command.get_short_help_str(limit=200)))
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
@@ -148,7 +148,7 @@ def _project_root(config, start: Path) -> Path:
     return git_root if git_root is not None else Path.cwd()
 
 
-@main_group.command("check", context_settings=CONTEXT_SETTINGS)
+@main_group.command("check", context_settings=CONTEXT_SETTINGS, short_help="Lint files and directories (the default command).")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=str))
 @click.option("--fix/--no-fix", default=False, help="Apply fixes (safe ones; add --unsafe-fixes for the rest).")
 @click.option("--unsafe-fixes", is_flag=True, help="Also offer and apply unsafe fixes.")
@@ -371,12 +371,13 @@ def _run_files(paths, settings, config, start, mode, options, quiet, edits):
 
     jobs = []
     paths_map = {}
+    named = {Path(given).resolve() for given in paths if not Path(given).is_dir()}
     for path in found.files:
         display = _display(path)
         paths_map[display] = str(path.resolve())
         jobs.append(
             Job(str(path), settings, mode=mode, unsafe=options["unsafe_fixes"], display=display, cache_dir=cache_dir,
-                edits=edits)
+                edits=edits, explicit=path.resolve() in named)
         )
     results = run_jobs(jobs, options["jobs"] or default_jobs())
     if cache is not None:
@@ -416,7 +417,7 @@ def _run_stdin(settings, mode, options, output_format):
 # --------------------------------------------------------------------------- rules / rule
 
 
-@main_group.command("rules", context_settings=CONTEXT_SETTINGS)
+@main_group.command("rules", context_settings=CONTEXT_SETTINGS, short_help="List every rule.")
 @click.option("--output-format", "--format", "output_format", type=click.Choice(["text", "json"]), default="text")
 def rules_command(output_format: str) -> None:
     """List every rule: code, name, fix availability, severity, default."""
@@ -435,7 +436,7 @@ def rules_command(output_format: str) -> None:
         click.echo("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
 
 
-@main_group.command("rule", context_settings=CONTEXT_SETTINGS)
+@main_group.command("rule", context_settings=CONTEXT_SETTINGS, short_help="Show one rule's documentation.")
 @click.argument("code")
 def rule_command(code: str) -> None:
     """Show the documentation of rule CODE (e.g. AMP003)."""

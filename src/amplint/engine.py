@@ -47,6 +47,15 @@ def _prefilter_for(codes: frozenset[str]) -> tuple[bytes, ...] | None:
     return tuple(sorted(triggers))
 
 
+@lru_cache(maxsize=64)
+def _focus_tokens_for(codes: frozenset[str]) -> tuple[str, ...] | None:
+    triggers = _prefilter_for(codes)
+    if triggers is None:
+        return None
+    extra = {token for rule in _rules_for(codes) for token in rule.focus_tokens}
+    return tuple(sorted({t.decode("ascii") for t in triggers} | extra))
+
+
 def may_have_findings(data: bytes | str, settings: Settings, filename: str) -> bool:
     """False when no enabled rule's trigger occurs in the file, so it need not be parsed."""
     if not settings.prefilter:
@@ -106,12 +115,36 @@ def _location(position) -> tuple[Location, Location]:
     )
 
 
-def _parse_error_finding(exc: cst.ParserSyntaxError, filename: str) -> Finding:
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def source_lines(text: str) -> list[str]:
+    """Physical lines as Python counts them (not ``str.splitlines``, which also splits on form feeds)."""
+    return _LINE_BREAK.split(text)
+
+
+def _parse_error_finding(exc: cst.ParserSyntaxError, text: str, filename: str) -> Finding:
+    """AMP000 at the position Python itself reports, with Python's message when it has one."""
+    import ast
+    import warnings
+
     row, column = exc.raw_line, exc.raw_column + 1
-    message = " ".join(exc.message.split()) or "invalid syntax"
+    message = "SyntaxError: " + (" ".join(exc.message.split()) or "invalid syntax")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(text, filename, "exec", ast.PyCF_ONLY_AST)
+    except SyntaxError as syntax_error:
+        row = syntax_error.lineno or row
+        column = syntax_error.offset or column
+        message = f"SyntaxError: {syntax_error.msg}"
+    except (ValueError, RecursionError, MemoryError):
+        pass
+    else:
+        message = f"amplint cannot parse this file ({' '.join(exc.message.split())})"
     return Finding(
         code=PARSE_ERROR_CODE,
-        message=f"SyntaxError: {message}",
+        message=message,
         filename=filename,
         location=Location(row, column),
         end_location=Location(row, column),
@@ -125,16 +158,16 @@ def _lint_once(text: str, filename: str, settings: Settings, codes: frozenset[st
     result = _Pass()
     parsed_text = text
     if focus and settings.prefilter:
-        tokens = _prefilter_for(codes)
+        tokens = _focus_tokens_for(codes)
         if tokens is not None:
             from amplint.focus import focus_source
 
-            parsed_text = focus_source(text, tuple(t.decode("ascii") for t in tokens)) or text
+            parsed_text = focus_source(text, tokens) or text
     result.parsed_text = parsed_text
     try:
         module = cst.parse_module(parsed_text)
     except cst.ParserSyntaxError as exc:
-        result.findings.append(_parse_error_finding(exc, filename))
+        result.findings.append(_parse_error_finding(exc, text, filename))
         return result
     except RecursionError:
         result.errors.append(FileError(filename, f"{filename}: too deeply nested to parse"))
@@ -146,7 +179,7 @@ def _lint_once(text: str, filename: str, settings: Settings, codes: frozenset[st
     except Exception as exc:  # noqa: BLE001 - one broken file must not stop the run
         result.errors.append(FileError(filename, f"{filename}: internal error while reading facts: {type(exc).__name__}: {exc}", internal=True))
         return result
-    lines = text.splitlines()
+    lines = source_lines(text)
     for rule_class in _rules_for(codes):
         try:
             violations = list(rule_class(facts).check())
@@ -365,6 +398,28 @@ class Job:
     display: str | None = None  # the name to show (relative path)
     cache_dir: str | None = None
     edits: bool = False  # compute fix edits (json/sarif output)
+    # Named on the command line (pre-commit names every file): a syntax error is
+    # reported even when the prefilter skips the file, at the cost of a quick compile.
+    explicit: bool = False
+
+
+def _skipped(data: bytes, filename: str, explicit: bool) -> FileResult:
+    result = FileResult(filename=filename, skipped=True)
+    if explicit:
+        import ast
+        import warnings
+
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                compile(data, filename, "exec", ast.PyCF_ONLY_AST)
+        except SyntaxError:
+            # Parse for real: the finding then comes with libcst's and Python's view of it.
+            text = data.decode("utf-8", errors="replace")
+            result.findings = _lint_once(text, filename, Settings(), frozenset()).findings
+        except (ValueError, RecursionError, MemoryError):
+            pass
+    return result
 
 
 def process_file(job: Job) -> FileResult:
@@ -380,7 +435,7 @@ def process_file(job: Job) -> FileResult:
         except SourceError as exc:
             return FileResult(filename=filename, errors=[FileError(filename, str(exc))])
     else:
-        return FileResult(filename=filename, skipped=True)
+        return _skipped(data, filename, job.explicit)
     cache = None
     if job.cache_dir is not None and job.mode == "check" and not job.edits:
         from amplint.cache import Cache

@@ -342,6 +342,8 @@ class _Collector(cst.CSTVisitor):
         self.loops: list[Loop] = []
         self.withs: list[tuple[cst.With, Context]] = []
         self.parents: dict[cst.CSTNode, cst.CSTNode] = {}  # statement/block -> its owner
+        self.spans: dict[cst.CSTNode, list[int]] = {}  # node -> [enter, exit] walk numbers
+        self._tick = 0
         self.returns: list[tuple[cst.BaseExpression, Context]] = []
         self.yields: list[Context] = []
         self._decorator_depth = 0
@@ -388,6 +390,8 @@ class _Collector(cst.CSTVisitor):
             name = kind.__name__
             visit = _VISIT[kind] = (getattr(type(self), f"visit_{name}", None), getattr(type(self), f"leave_{name}", None))
         enter, leave = visit
+        self._tick += 1
+        span = self.spans[node] = [self._tick, 0]
         if isinstance(node, (cst.IndentedBlock, cst.SimpleStatementSuite)):
             for child in node.body:
                 self.parents[child] = node
@@ -396,6 +400,8 @@ class _Collector(cst.CSTVisitor):
                 self.walk(child)
         if leave is not None:
             leave(self, node)
+        self._tick += 1
+        span[1] = self._tick
 
     def visit_Module(self, node: cst.Module) -> None:
         self.module_scope = self._push_scope("module", node, "<module>")
@@ -1335,14 +1341,6 @@ class FileFacts:
     def loop_by_node(self) -> dict[cst.CSTNode, Loop]:
         return {loop.node: loop for loop in self.loops}
 
-    def contains(self, outer: cst.CSTNode, inner: cst.CSTNode) -> bool:
-        """``inner`` lies within ``outer`` in the source."""
-        a, b = self.position(outer), self.position(inner)
-        return (a.start.line, a.start.column) <= (b.start.line, b.start.column) and (b.end.line, b.end.column) <= (
-            a.end.line,
-            a.end.column,
-        )
-
     def names_bound_in_loop(self, loop: Loop) -> set[str]:
         """Dotted names (re)bound in each iteration of ``loop``: loop targets and assignments in its body."""
         out: set[str] = set(loop.target_names)
@@ -1428,15 +1426,21 @@ class FileFacts:
     BACKWARD_KINDS = ("scale_backward", "backward", "autograd_backward")
 
     def contains(self, outer: cst.CSTNode, inner: cst.CSTNode) -> bool:
-        """``inner`` lies within ``outer`` (by source position)."""
-        try:
-            o, i = self.position(outer), self.position(inner)
-        except KeyError:
-            return False
-        return (o.start.line, o.start.column) <= (i.start.line, i.start.column) and (i.end.line, i.end.column) <= (
-            o.end.line,
-            o.end.column,
-        )
+        """``inner`` is ``outer`` or lies inside it.
+
+        Decided from the walk's enter/exit numbering, not from source positions:
+        positions cost a full code generation of the module.
+        """
+        spans = self._c.spans
+        o, i = spans.get(outer), spans.get(inner)
+        if o is None or i is None:
+            try:
+                a, b = self.position(outer), self.position(inner)
+            except KeyError:
+                return False
+            return (a.start.line, a.start.column) <= (b.start.line, b.start.column) and (
+                b.end.line, b.end.column) <= (a.end.line, a.end.column)
+        return o[0] <= i[0] and i[1] <= o[1]
 
     def condition_key(self, test: cst.BaseExpression) -> tuple[str, bool]:
         """A branch test as comparable text, and whether it is negated.
@@ -1637,12 +1641,8 @@ class FileFacts:
 
     # -- nodes inside nodes (by source range)
     def within(self, inner: cst.CSTNode, outer: cst.CSTNode) -> bool:
-        """``inner`` lies inside ``outer``'s source range (or is it)."""
-        a, b = self.position(outer), self.position(inner)
-        return (a.start.line, a.start.column) <= (b.start.line, b.start.column) and (b.end.line, b.end.column) <= (
-            a.end.line,
-            a.end.column,
-        )
+        """``inner`` lies inside ``outer`` (or is it)."""
+        return self.contains(outer, inner)
 
     def calls_within(self, node: cst.CSTNode) -> list[CallSite]:
         """Call sites inside ``node`` (itself excluded), in source order."""

@@ -7,9 +7,10 @@ file). ``ast`` finds the top-level statements cheaply; those that contain no
 token any rule or fact needs are replaced by empty lines, so libcst parses a much
 smaller text whose line and column numbers are those of the real file.
 
-Imports are always kept (facts resolve names through them), and so is any
-statement with a training-step token, because facts connect a loop in one
-function to the backward or step in another.
+Only whole function and class definitions are blanked: module-level statements
+(imports, ``device = torch.device(...)``, a module-level training loop) are
+always kept, and so is any definition with a training-step token, because facts
+connect a loop in one function to the backward or step in another.
 """
 
 from __future__ import annotations
@@ -43,7 +44,9 @@ def focus_source(text: str, tokens: tuple[str, ...]) -> str | None:
             start = min(start, min(d.lineno for d in decorators))
         end = statement.end_lineno or statement.lineno
         span = range(start, end + 1)
-        if isinstance(statement, (ast.Import, ast.ImportFrom)):
+        if not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            # Module-level statements are short and feed facts (``device = torch.device(...)``,
+            # ``criterion = nn.BCELoss()``): always parse them; only whole definitions are blanked.
             keep.update(span)
             continue
         chunk = "".join(lines[start - 1: end])

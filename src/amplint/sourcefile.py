@@ -32,7 +32,10 @@ def decode_source(data: bytes, name: str) -> SourceText:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as exc:
-        raise SourceError(f"{name}: invalid encoding declaration: {exc.msg}") from None
+        if "coding" in data[:400].decode("latin-1"):
+            raise SourceError(f"{name}: invalid encoding declaration: {exc.msg}") from None
+        # No declaration at all: the file is meant to be UTF-8 and is not; say where.
+        encoding = "utf-8"
     payload = data[len(codecs.BOM_UTF8):] if bom else data
     if encoding == "utf-8-sig":
         encoding = "utf-8"

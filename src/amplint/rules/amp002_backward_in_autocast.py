@@ -102,7 +102,8 @@ class BackwardInAutocast(Rule):
     name = "backward-in-autocast"
     summary = "Backward pass or optimizer step inside an autocast region"
     fix_safety = FixSafety.SOMETIMES
-    triggers = (r"autocast", r"\bctx\b")
+    # Literal substrings for the prefilter: an autocast region (a `ctx` variable or helper included) always spells autocast somewhere in the file.
+    triggers = ("autocast",)
 
     valid = (
         "import torch\nwith torch.autocast('cuda'):\n    loss = model(x)\nloss.backward()\noptimizer.step()\n",

@@ -98,7 +98,8 @@ class ClipBeforeUnscale(Rule):
     name = "clip-before-unscale"
     summary = "Gradients clipped while still scaled by the GradScaler"
     fix_safety = FixSafety.SOMETIMES
-    triggers = (r"clip_grad",)
+    # Literal substrings for the prefilter: clipping before unscale_ needs a scaled backward in the file.
+    triggers = (".scale(",)
 
     valid = (
         "import torch\nscaler = torch.amp.GradScaler('cuda')\nscaler.scale(loss).backward()\nscaler.unscale_(opt)\n"

@@ -92,7 +92,8 @@ class ScalerInLoop(Rule):
     name = "scaler-in-loop"
     summary = "GradScaler constructed per step or per epoch"
     fix_safety = FixSafety.SOMETIMES
-    triggers = (r"GradScaler", r"\w+ = \w*[Ss]caler\b")
+    # Literal substrings for the prefilter: every scaler construction names GradScaler (ShardedGradScaler and aliases too).
+    triggers = ("GradScaler",)
 
     valid = (
         "import torch\nscaler = torch.amp.GradScaler('cuda')\nfor x in loader:\n    scaler.scale(model(x)).backward()\n"

@@ -102,7 +102,8 @@ class WholeModelHalf(Rule):
     name = "whole-model-half"
     summary = "The trained model is cast to float16/bfloat16 while AMP is in use"
     fix_safety = FixSafety.UNSAFE
-    triggers = ("half", "float16", "fp16=True", "Trainer(")
+    # Literal substrings for the prefilter: a half model matters only next to AMP: autocast, a scaler, or HF fp16 training.
+    triggers = ("autocast", "GradScaler", ".scale(", "fp16=True")
 
     valid = (
         # inputs, not the model
@@ -327,9 +328,16 @@ class WholeModelHalf(Rule):
                 candidates.append((site, cast))
         if not candidates or not self._uses_amp():
             return
+        # ``model.half().float()``: cast straight back (yolov5 rounds anchors this way).
+        cast_back = {
+            s.node.func.value
+            for s in facts.calls
+            if isinstance(s.node.func, cst.Attribute) and s.node.func.attr.value == "float"
+            and isinstance(s.node.func.value, cst.Call)
+        }
         for site, (dtype, dtype_args) in candidates:
             ctx = site.ctx
-            if facts.in_no_grad(ctx) or self._inference_function(ctx):
+            if facts.in_no_grad(ctx) or self._inference_function(ctx) or site.node in cast_back:
                 continue
             keys = [k for k in self._module_keys(site) if self._trained(k, ctx)]
             if not keys:

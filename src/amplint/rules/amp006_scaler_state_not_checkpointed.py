@@ -104,7 +104,8 @@ class ScalerStateNotCheckpointed(Rule):
     name = "scaler-state-not-checkpointed"
     summary = "Checkpoint saves/restores the optimizer but not the GradScaler"
     fix_safety = FixSafety.SAFE
-    triggers = ("load_state_dict", "save")
+    # Literal substrings for the prefilter: a scaler is in scope only if the file constructs, names or uses one.
+    triggers = ("scaler", "Scaler", "unscale_", ".scale(")
 
     valid = (
         "import torch\nscaler = torch.amp.GradScaler('cuda')\ntorch.save(model.state_dict(), path)\n",
@@ -141,7 +142,8 @@ class ScalerStateNotCheckpointed(Rule):
     # ------------------------------------------------------------------ scalers in scope
     def _scalers_in_scope(self, ctx: Context) -> list[str]:
         facts = self.facts
-        out = []
+        out: list[str] = []
+        module_level: list[str] = []
         for key, info in facts.scalers.items():
             if info.provably_disabled:
                 continue
@@ -170,17 +172,16 @@ class ScalerStateNotCheckpointed(Rule):
             elif ctx.scope.kind == "function" and key in (facts.function_of(ctx.scope).params if facts.function_of(ctx.scope) else ()):
                 out.append(key)
             elif key not in ctx.scope.bindings and any(a.ctx.scope.kind == "module" for a in facts.assignments_to(key)):
-                out.append(key)
-        return out
+                module_level.append(key)
+        # A scaler of this function (local or parameter) is the one it checkpoints, not a global.
+        return out or module_level
 
     def _optional(self, key: str) -> bool:
         """``self.scaler = None`` and built only under some ``if``: AMP may be off on every path we see."""
-        info = self.facts.scalers[key]
-        if not info.constructions or not all(site.ctx.branches for site in info.constructions):
-            return False
-        return any(
-            isinstance(a.value, cst.Name) and a.value.value == "None" for a in self.facts.assignments_to(key)
-        )
+        assignments = self.facts.assignments_to(key)
+        nones = [a for a in assignments if isinstance(a.value, cst.Name) and a.value.value == "None"]
+        others = [a for a in assignments if a not in nones]
+        return bool(nones) and bool(others) and all(a.ctx.branches for a in others)
 
     def _maybe_none(self, key: str, ctx: Context) -> bool:
         facts = self.facts
@@ -426,17 +427,19 @@ class ScalerStateNotCheckpointed(Rule):
     def _mentions_scaler_args(self, call: cst.Call, scalers: list[str]) -> bool:
         return any(self._mentions_scaler(arg.value, scalers) for arg in call.args)
 
-    def _saved_scaler_key(self, scaler: str) -> str | None:
-        """The literal key under which this file saves ``scaler``'s state, if any."""
+    def _saved_scaler_key(self, scaler: str, optimizer_key: str) -> str | None:
+        """The literal key under which this file saves ``scaler``'s state next to ``optimizer_key``."""
         for event in self.facts.events:
             if event.kind != "save":
                 continue
             checkpoint = self._checkpoint(event)
-            if checkpoint is None:
+            if checkpoint is None or not any(key == optimizer_key for key, _, _ in checkpoint.items):
                 continue
             for key, value, _ in checkpoint.items:
                 if key and key != "**" and self._mentions_scaler(value, [scaler]):
                     return key
+        if not any(key == optimizer_key for a in self.facts.assignments for _, key in a.subscript_keys):
+            return None
         for assignment in self.facts.assignments:
             for base, key in assignment.subscript_keys:
                 if key and assignment.value is not None and self._mentions_scaler(assignment.value, [scaler]) and "scaler" in key.lower():
@@ -462,7 +465,7 @@ class ScalerStateNotCheckpointed(Rule):
         stmt = event.ctx.stmt
         if not isinstance(stmt, cst.SimpleStatementLine) or self.facts.statement_block(stmt) is None:
             return None, "the optimizer is restored in a statement the fix cannot follow"
-        key = self._saved_scaler_key(scaler) or _styled_key(optimizer_key)
+        key = self._saved_scaler_key(scaler, optimizer_key) or _styled_key(optimizer_key)
         q = _quote(arg.slice[0].slice.value)
         new = cst.parse_statement(f"if {q}{key}{q} in {checkpoint}:\n    {scaler}.load_state_dict({checkpoint}[{q}{key}{q}])\n")
         message = f'Restore `{scaler}` from {checkpoint}["{key}"] after the optimizer'

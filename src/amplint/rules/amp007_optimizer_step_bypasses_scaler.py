@@ -73,6 +73,7 @@ class OptimizerStepBypassesScaler(Rule):
     name = "optimizer-step-bypasses-scaler"
     summary = "`optimizer.step()` on gradients scaled by `scaler.scale(loss).backward()`"
     fix_safety = FixSafety.SAFE
+    # Literal substrings for the prefilter: a bypassed scaler means a scaled backward in the file.
     triggers = (".scale(",)
 
     valid = (

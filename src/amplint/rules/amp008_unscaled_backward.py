@@ -28,8 +28,11 @@ class UnscaledBackward(Rule):
     `scaler.step(optimizer)` divides every gradient by the current scale (65536 at the start)
     before stepping. If the backward did not run on `scaler.scale(loss)`, the gradients were never
     multiplied: the optimizer sees them 65536 times too small and the loss barely moves, while
-    fp16 gradients that underflow are lost. `scaler.scale(loss)` returns a new tensor and leaves
-    `loss` alone, so a bare `scaler.scale(loss)` statement does nothing.
+    fp16 gradients that underflow are lost. With a scaler that never scaled anything, the first
+    `scaler.step` raises `AssertionError: Attempted step but _scale is None.` instead.
+    `scaler.scale(loss)` returns a new tensor and leaves `loss` alone, so a bare
+    `scaler.scale(loss)` statement does nothing (except set the scaler up, so the tiny updates go
+    unnoticed).
 
     The rule stays silent for `loss.backward()` in the non-AMP branch of `if use_amp:` /
     `if scaler is not None:`, for a scaler built with `enabled=False`, for
@@ -81,7 +84,8 @@ class UnscaledBackward(Rule):
     name = "unscaled-backward"
     summary = "Backward on an unscaled loss while `scaler.step` unscales the gradients"
     fix_safety = FixSafety.SAFE
-    triggers = (".step(", ".scale(")
+    # Literal substrings for the prefilter: a scaler is in scope only if the file constructs, names or uses one.
+    triggers = ("scaler", "Scaler", "unscale_", ".scale(")
 
     valid = (
         "scaler = torch.amp.GradScaler('cuda')\nscaler.scale(loss).backward()\nscaler.step(optimizer)\nscaler.update()\n",

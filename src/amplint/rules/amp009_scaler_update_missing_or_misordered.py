@@ -133,7 +133,8 @@ class ScalerUpdateMissingOrMisordered(Rule):
     name = "scaler-update-missing-or-misordered"
     summary = "`scaler.step` without a following `scaler.update()`, or `update()` before/between steps"
     fix_safety = FixSafety.SOMETIMES
-    triggers = (".step(", ".update(")
+    # Literal substrings for the prefilter: a scaler is in scope only if the file constructs, names or uses one.
+    triggers = ("scaler", "Scaler", "unscale_", ".scale(")
 
     valid = (
         (

@@ -70,7 +70,8 @@ class UpdatePerMicrobatch(Rule):
     name = "update-per-microbatch"
     summary = "`scaler.update()` every micro-batch while `scaler.step` runs once per accumulated batch"
     fix_safety = FixSafety.SOMETIMES
-    triggers = (".update(",)
+    # Literal substrings for the prefilter: a scaler is in scope only if the file constructs, names or uses one.
+    triggers = ("scaler", "Scaler", "unscale_", ".scale(")
 
     valid = (
         (

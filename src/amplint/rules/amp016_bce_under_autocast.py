@@ -68,7 +68,10 @@ class BceUnderAutocast(Rule):
     name = "bce-under-autocast"
     summary = "`binary_cross_entropy` / `BCELoss` under CUDA autocast raises"
     fix_safety = FixSafety.NONE
-    triggers = ("binary_cross_entropy", "BCELoss")
+    # Literal substrings for the prefilter: BCE is only banned inside an autocast region.
+    triggers = ("autocast",)
+    # A loss helper defined elsewhere in the file may be what runs under autocast.
+    focus_tokens = ("binary_cross_entropy", "BCELoss")
 
     valid = (
         "import torch\nimport torch.nn.functional as F\nwith torch.autocast('cpu'):\n    loss = F.binary_cross_entropy(p, y)\n",

@@ -70,7 +70,9 @@ class ClipErrorIfNonfiniteWithScaler(Rule):
     name = "clip-error-if-nonfinite-with-scaler"
     summary = "`clip_grad_norm_(error_if_nonfinite=True)` raises on the overflow steps a GradScaler skips"
     fix_safety = FixSafety.SAFE
-    triggers = ("error_if_nonfinite", "clip_grad_norm")
+    # Literal substrings for the prefilter: the clip only matters next to a scaler
+    # (the flag may be positional, so its name need not appear).
+    triggers = ("scaler", "Scaler", "unscale_", ".scale(")
 
     valid = (
         "import torch\ndef step(model, opt, loss):\n    loss.backward()\n"

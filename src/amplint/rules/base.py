@@ -76,6 +76,10 @@ class Rule:
     # Literal substrings (not regexes) of the raw file: a file containing none of
     # them cannot hold this rule's finding, so the prefilter skips parsing it.
     triggers: ClassVar[tuple[str, ...]] = ()
+    # Extra literal substrings marking definitions the rule must see in a file that
+    # passed the prefilter (the focused parse blanks definitions holding none of
+    # the triggers, these or a training-step token).
+    focus_tokens: ClassVar[tuple[str, ...]] = ()
     valid: ClassVar[tuple[str, ...]] = ()
     invalid: ClassVar[tuple[Union[str, Invalid], ...]] = ()
 

@@ -58,6 +58,9 @@ class Finding:
 
 
 _TORCH_DIR = None
+# the batch size is read from the first module input of this many steps, then carried forward:
+# a global forward hook per step is a measurable share of a small step
+_PROBED_STEPS = 8
 _OWN_DIR = os.path.dirname(os.path.abspath(__file__))
 # wrappers between the user's call and our hook (deprecation decorators, context managers)
 _STDLIB_MARKERS = (
@@ -187,20 +190,22 @@ class Instrumentation:
         self._last_boundary = now
         self._cur = self._fresh()
         self._scaled_ids.clear()
-        self._arm_batch_probe()
+        if len(self._raw_steps) < _PROBED_STEPS:
+            self._arm_batch_probe()
+        else:
+            self._cur["samples"] = rec["samples"]  # batch size assumed steady after the first steps
         if self.on_step is not None:
             self.on_step(len(self._raw_steps), rec)
         if self.max_steps is not None and len(self._raw_steps) >= self.max_steps:
             self._stop_pending = True
 
     def _snap(self, t: Any) -> Any:
-        """Keep a device value without syncing; CPU values are read now (cheap, no sync)."""
+        """Keep a device value without syncing; CPU values are read now (one call, no sync)."""
         if t is None:
             return None
-        t = t.detach()
         if t.device.type == "cpu":
-            return float(t.float().reshape(-1)[0])
-        return t.float().reshape(-1)[0].clone()
+            return t.item()
+        return t.detach().clone()
 
     def _arm_batch_probe(self) -> None:
         import torch
@@ -540,8 +545,12 @@ def _grad_norm(torch, optimizer) -> Any:
     try:
         with torch.no_grad():
             norms = torch._foreach_norm(grads)
-            dev = norms[0].device
-            return torch.linalg.vector_norm(torch.stack([n.float().to(dev) for n in norms]))
+            try:
+                stacked = torch.stack(norms)
+            except RuntimeError:  # grads on several devices or of several dtypes
+                stacked = torch.stack([n.float().to(norms[0].device) for n in norms])
+            norm = torch.linalg.vector_norm(stacked)
+            return norm.item() if norm.device.type == "cpu" else norm
     except Exception:  # sparse or exotic grads: the norm is a nicety, never a reason to fail
         return None
 

@@ -32,27 +32,23 @@ def install(patcher: Patcher, plan: PrecisionPlan) -> None:
     if plan.hide_cuda:
         patcher.set(torch.cuda, "is_available", lambda: False)
 
-    ac_sig = inspect.signature(autocast.__init__)
-
     def make_autocast_init(original):
-        def __init__(self, *args, **kwargs):
-            bound = ac_sig.bind(self, *args, **kwargs)
-            bound.apply_defaults()
-            a = bound.arguments
-            device_type = a["device_type"]
+        # the signature is spelled out (not inspect-bound) because autocast is built every step
+        def __init__(self, device_type, dtype=None, enabled=True, cache_enabled=None):
             if plan.remap_cuda_to_cpu and isinstance(device_type, str) and device_type.startswith("cuda"):
-                a["device_type"] = "cpu"
-                if a["dtype"] is None:
-                    a["dtype"] = torch.float16  # CUDA's default, kept so the remapped run is fp16
+                device_type = "cpu"
+                if dtype is None:
+                    dtype = torch.float16  # CUDA's default, kept so the remapped run is fp16
             if forced is not None:
-                a["dtype"] = forced
+                dtype = forced
             if plan.fp32_reference:
-                a["enabled"] = False
-            return original(*bound.args, **bound.kwargs)
+                enabled = False
+            return original(self, device_type, dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
 
         return __init__
 
-    patcher.wrap(autocast, "__init__", make_autocast_init)
+    if plan.remap_cuda_to_cpu or forced is not None or plan.fp32_reference:
+        patcher.wrap(autocast, "__init__", make_autocast_init)
 
     gs_sig = inspect.signature(GradScaler.__init__)
 
@@ -70,7 +66,8 @@ def install(patcher: Patcher, plan: PrecisionPlan) -> None:
 
         return __init__
 
-    patcher.wrap(GradScaler, "__init__", make_scaler_init)
+    if plan.remap_cuda_to_cpu or plan.fp32_reference:
+        patcher.wrap(GradScaler, "__init__", make_scaler_init)
 
     if plan.fp32_reference:
         _install_fp32_module_casts(patcher, torch)

@@ -1,0 +1,71 @@
+"""AMP006 fix shapes: key style, quote style, layout of multi-line dicts, the load-side guard."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from amplint import names as N
+from amplint.engine import lint_text
+from amplint.rules.amp006_scaler_state_not_checkpointed import _styled_key
+from amplint.settings import Settings
+
+SETTINGS = Settings(select=("AMP006",))
+
+
+def _fixed(code: str) -> str:
+    result = lint_text(code, "t.py", SETTINGS, fix=True)
+    return result.source
+
+
+def test_styled_key():
+    assert _styled_key("optimizer") == "scaler"
+    assert _styled_key("optimizer_state_dict") == "scaler_state_dict"
+    assert _styled_key("optim_state") == "scaler_state"
+    assert _styled_key(None) == "scaler"
+
+
+def test_dict_items_reads_literals_and_dict_calls():
+    items = N.dict_items(cst.parse_expression("{'a': 1, **rest}"))
+    assert [k for k, _, _ in items] == ["a", "**"]
+    items = N.dict_items(cst.parse_expression("dict(model=m, **extra)"))
+    assert [k for k, _, _ in items] == ["model", "**"]
+    assert N.dict_items(cst.parse_expression("make_dict()")) is None
+
+
+def test_multiline_dict_without_trailing_comma_keeps_layout():
+    code = (
+        "import torch\nscaler = torch.amp.GradScaler('cuda')\n"
+        "torch.save({\n    'model': model.state_dict(),\n    'optimizer': optimizer.state_dict()\n}, path)\n"
+    )
+    assert _fixed(code) == (
+        "import torch\nscaler = torch.amp.GradScaler('cuda')\n"
+        "torch.save({\n    'model': model.state_dict(),\n    'optimizer': optimizer.state_dict(),\n"
+        "    'scaler': scaler.state_dict()\n}, path)\n"
+    )
+
+
+def test_single_entry_dict():
+    code = "import torch\nscaler = torch.amp.GradScaler('cuda')\ntorch.save({'optimizer_state': opt.state_dict()}, p)\n"
+    assert _fixed(code).endswith("torch.save({'optimizer_state': opt.state_dict(), 'scaler_state': scaler.state_dict()}, p)\n")
+
+
+def test_repeated_saves_of_one_dict_report_once():
+    code = (
+        "import torch\ndef f(model, optimizer, path):\n    scaler = torch.amp.GradScaler('cuda')\n"
+        "    ckpt = {'model': model.state_dict(), 'optimizer': optimizer.state_dict()}\n"
+        "    torch.save(ckpt, path)\n    torch.save(ckpt, path + '.best')\n"
+    )
+    assert len(lint_text(code, "t.py", SETTINGS).findings) == 1
+
+
+def test_load_guard_is_after_the_optimizer_load_and_converges():
+    code = (
+        "import torch\ndef resume(path, model, optimizer):\n    scaler = torch.amp.GradScaler('cuda')\n"
+        "    ckpt = torch.load(path)\n    optimizer.load_state_dict(ckpt['optimizer'])\n    model.load_state_dict(ckpt['model'])\n"
+    )
+    fixed = _fixed(code)
+    assert (
+        "    optimizer.load_state_dict(ckpt['optimizer'])\n    if 'scaler' in ckpt:\n"
+        "        scaler.load_state_dict(ckpt['scaler'])\n    model.load_state_dict(ckpt['model'])\n"
+    ) in fixed
+    assert _fixed(fixed) == fixed
