@@ -7,12 +7,12 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Sequence
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from amplint import noqa
+from amplint.positions import Positions
 from amplint.model import Edit, FileError, FileResult, Finding, FixInfo, Location, Severity
 from amplint.settings import PARSE_ERROR_CODE, Settings
 from amplint.sourcefile import SourceError, decode_source, encode_source, read_bytes, write_atomic
@@ -73,29 +73,6 @@ def may_have_findings(data: bytes | str, settings: Settings, filename: str) -> b
 # --------------------------------------------------------------------------- one pass of linting
 
 
-class LazyPositions:
-    """Node positions, computed for the whole module on first use only.
-
-    Resolving positions costs a full code generation of the module, more than
-    parsing it; most parsed files have no finding and never need a position.
-    """
-
-    def __init__(self, module: cst.Module) -> None:
-        self._module = module
-        self._positions: Mapping[cst.CSTNode, object] | None = None
-
-    def _resolved(self) -> Mapping[cst.CSTNode, object]:
-        if self._positions is None:
-            self._positions = MetadataWrapper(self._module, unsafe_skip_copy=True).resolve(PositionProvider)
-        return self._positions
-
-    def __getitem__(self, node: cst.CSTNode):
-        return self._resolved()[node]
-
-    def get(self, node: cst.CSTNode, default=None):
-        return self._resolved().get(node, default)
-
-
 @dataclass
 class _Pass:
     """The result of linting one text once: findings plus the live fixes behind them."""
@@ -103,7 +80,7 @@ class _Pass:
     findings: list[Finding] = field(default_factory=list)
     fixes: list[tuple[Finding, object]] = field(default_factory=list)  # (finding, rules.base.Fix)
     module: cst.Module | None = None
-    positions: dict | None = None
+    positions: Positions | None = None
     errors: list[FileError] = field(default_factory=list)
     parsed_text: str = ""  # what libcst parsed: the text, or its focused form
 
@@ -172,7 +149,7 @@ def _lint_once(text: str, filename: str, settings: Settings, codes: frozenset[st
     except RecursionError:
         result.errors.append(FileError(filename, f"{filename}: too deeply nested to parse"))
         return result
-    positions = LazyPositions(module)
+    positions = Positions(module)  # computed on first use: most parsed files have no finding
     result.module, result.positions = module, positions
     try:
         facts = FileFacts(module, positions, filename, settings)

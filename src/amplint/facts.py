@@ -299,7 +299,17 @@ _SKIPPED_TYPES = (
 )
 
 
-def _children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+_WALKED: dict[type, bool] = {}  # type -> is a node the walk enters (cached: CSTNode checks go through ABCs)
+
+
+def _walked(kind: type) -> bool:
+    walked = _WALKED.get(kind)
+    if walked is None:
+        walked = _WALKED[kind] = issubclass(kind, cst.CSTNode) and not issubclass(kind, _SKIPPED_TYPES)
+    return walked
+
+
+def _children(node: cst.CSTNode) -> list[cst.CSTNode]:
     """Child nodes in field order (source order for everything the facts pass reads)."""
     kind = type(node)
     names = _FIELDS.get(kind)
@@ -310,15 +320,15 @@ def _children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
             f.name for f in dataclasses.fields(node)
             if not f.name.startswith(("whitespace", "lpar", "rpar", "leading_lines", "lines_after", "header", "footer", "semicolon", "comma"))
         )
+    out = []
     for name in names:
         value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
-            if not isinstance(value, _SKIPPED_TYPES):
-                yield value
-        elif isinstance(value, (tuple, list)):
-            for item in value:
-                if isinstance(item, cst.CSTNode) and not isinstance(item, _SKIPPED_TYPES):
-                    yield item
+        kind = type(value)
+        if kind is tuple or kind is list:
+            out.extend(item for item in value if _walked(type(item)))
+        elif _walked(kind):
+            out.append(value)
+    return out
 
 
 class _Collector(cst.CSTVisitor):
@@ -392,7 +402,7 @@ class _Collector(cst.CSTVisitor):
         enter, leave = visit
         self._tick += 1
         span = self.spans[node] = [self._tick, 0]
-        if isinstance(node, (cst.IndentedBlock, cst.SimpleStatementSuite)):
+        if kind is cst.IndentedBlock or kind is cst.SimpleStatementSuite:
             for child in node.body:
                 self.parents[child] = node
         if enter is None or enter(self, node) is not False:

@@ -37,28 +37,51 @@ def focus_source(text: str, tokens: tuple[str, ...]) -> str | None:
     wanted = tokens + EVENT_TOKENS
     keep: set[int] = set()
     drop: set[int] = set()
-    for statement in tree.body:
+    passes: set[int] = set()  # first lines of blanked methods, which become ``pass``
+
+    def span_of(statement: ast.stmt) -> range:
         start = statement.lineno
         decorators = getattr(statement, "decorator_list", None)
         if decorators:
             start = min(start, min(d.lineno for d in decorators))
-        end = statement.end_lineno or statement.lineno
-        span = range(start, end + 1)
+        return range(start, (statement.end_lineno or statement.lineno) + 1)
+
+    def relevant(span: range) -> bool:
+        chunk = "".join(lines[span.start - 1: span.stop - 1])
+        return "import " in chunk or any(token in chunk for token in wanted)
+
+    for statement in tree.body:
+        span = span_of(statement)
         if not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             # Module-level statements are short and feed facts (``device = torch.device(...)``,
             # ``criterion = nn.BCELoss()``): always parse them; only whole definitions are blanked.
             keep.update(span)
-            continue
-        chunk = "".join(lines[start - 1: end])
-        if "import " in chunk or any(token in chunk for token in wanted):
-            keep.update(span)
-        else:
+        elif not relevant(span):
             drop.update(span)
+        elif isinstance(statement, ast.ClassDef):
+            # In a kept class, methods without any token are blanked to a ``pass``
+            # on their first line, so the class body stays valid and lines stay put.
+            keep.update(range(span.start, span_of(statement.body[0]).start))
+            for member in statement.body:
+                member_span = span_of(member)
+                if isinstance(member, (ast.FunctionDef, ast.AsyncFunctionDef)) and not relevant(member_span):
+                    drop.update(member_span)
+                    passes.add(member_span.start)
+                else:
+                    keep.update(member_span)
+        else:
+            keep.update(span)
     drop -= keep
     if not drop:
         return None
     newline = "\r\n" if text.count("\r\n") * 2 > text.count("\n") else "\n"
     out = []
     for number, line in enumerate(lines, start=1):
-        out.append(newline if number in drop else line)
+        if number in passes and number in drop:
+            indent = line[: len(line) - len(line.lstrip())]
+            out.append(f"{indent}pass{newline}")
+        elif number in drop:
+            out.append(newline)
+        else:
+            out.append(line)
     return "".join(out)

@@ -92,6 +92,8 @@ class InvalidAutocastDeviceType(Rule):
     summary = "autocast `device_type` is a `torch.device` or an indexed device string"
     fix_safety = FixSafety.SOMETIMES
     triggers = ("autocast",)
+    # ``self.device = torch.device(...)`` set in a method other than the autocast one.
+    focus_tokens = ("torch.device",)
 
     valid = (
         "import torch\nwith torch.autocast(device_type='cuda'):\n    pass\n",
