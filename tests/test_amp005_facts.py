@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import libcst as cst
 
-from amplint.engine import LazyPositions, lint_text
+from amplint.engine import lint_text
 from amplint.facts import FileFacts
 from amplint.settings import Settings
 
 
 def _facts(code: str) -> FileFacts:
-    module = cst.parse_module(code)
-    return FileFacts(module, LazyPositions(module), "t.py")
+    return FileFacts.from_source(code, "t.py")
 
 
 def test_in_no_grad_with_decorator_and_inference_mode():

@@ -3,15 +3,12 @@ plain aliases of the autocast class and ``FileFacts.call_site``."""
 
 from __future__ import annotations
 
-import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from amplint.facts import FileFacts
 
 
 def _facts(code: str) -> FileFacts:
-    wrapper = MetadataWrapper(cst.parse_module(code))
-    return FileFacts(wrapper.module, wrapper.resolve(PositionProvider), "example.py")
+    return FileFacts.from_source(code)
 
 
 CODE = '''

@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import textwrap
 
-import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from amplint.facts import FileFacts
 
 
 def facts(code: str) -> FileFacts:
-    wrapper = MetadataWrapper(cst.parse_module(textwrap.dedent(code)))
-    return FileFacts(wrapper.module, wrapper.resolve(PositionProvider), "example.py")
+    return FileFacts.from_source(textwrap.dedent(code))
 
 
 def line(f: FileFacts, node) -> int:

@@ -5,15 +5,12 @@ from __future__ import annotations
 import textwrap
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from amplint.facts import FileFacts
 
 
 def _facts(code: str) -> FileFacts:
-    module = cst.parse_module(textwrap.dedent(code))
-    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-    return FileFacts(module, positions, "example.py")
+    return FileFacts.from_source(textwrap.dedent(code))
 
 
 def _event(facts: FileFacts, kind: str, index: int = 0):

@@ -748,6 +748,14 @@ class FileFacts:
         """The recorded :class:`CallSite` of a call node of this module."""
         return self._c.call_by_node.get(node)
 
+    @classmethod
+    def from_source(cls, code: str, path: str = "example.py", settings: object = None) -> "FileFacts":
+        """Facts for a source text, as the engine builds them (for tests and tools)."""
+        from amplint.positions import Positions
+
+        module = cst.parse_module(code)
+        return cls(module, Positions(module), path, settings)
+
     # -- positions and source
     def position(self, node: cst.CSTNode) -> CodeRange:
         return self._positions[node]
