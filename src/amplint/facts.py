@@ -355,6 +355,8 @@ class _Collector(cst.CSTVisitor):
         self.spans: dict[cst.CSTNode, list[int]] = {}  # node -> [enter, exit] walk numbers
         self._tick = 0
         self.returns: list[tuple[cst.BaseExpression, Context]] = []
+        self.if_statements: list[tuple[cst.If, Context]] = []
+        self.conditional_expressions: list[cst.IfExp] = []
         self.yields: list[Context] = []
         self._decorator_depth = 0
         self._reference_parent: list[tuple[cst.CSTNode, str]] = []
@@ -548,11 +550,24 @@ class _Collector(cst.CSTVisitor):
                         texts.append(text)
         self.assignments.append(Assignment(tuple(texts), value, node, self.context(), tuple(keys)))
 
-    def visit_Assign(self, node: cst.Assign) -> None:
+    def visit_Assign(self, node: cst.Assign) -> bool:
         self._record_assignment(node, [t.target for t in node.targets], node.value)
+        self._walk_assignment(node.value, [t.target for t in node.targets])
+        return False
 
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> bool:
         self._record_assignment(node, [node.target], node.value)
+        self.walk(node.annotation)
+        self._walk_assignment(node.value, [node.target])
+        return False
+
+    def _walk_assignment(self, value: cst.BaseExpression | None, targets: list[cst.CSTNode]) -> None:
+        """Walk the value, then the targets except bare names: binding a name is not a use of it."""
+        if value is not None:
+            self.walk(value)
+        for target in targets:
+            if not isinstance(target, cst.Name):
+                self.walk(target)
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         self._record_assignment(node, [node.target], None)
@@ -598,6 +613,7 @@ class _Collector(cst.CSTVisitor):
 
     def visit_If(self, node: cst.If) -> bool:
         self._enter_compound(node)
+        self.if_statements.append((node, self.context()))
         self.walk(node.test)
         self.branch_stack.append(Branch(node, "body"))
         self.walk(node.body)
@@ -640,6 +656,9 @@ class _Collector(cst.CSTVisitor):
 
     def leave_Match(self, original_node: cst.CSTNode) -> None:
         self.stmt_stack.pop()
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        self.conditional_expressions.append(node)
 
     def visit_CompFor(self, node: cst.CompFor) -> None:
         self._bind_target(node.target)
@@ -755,6 +774,52 @@ class FileFacts:
 
         module = cst.parse_module(code)
         return cls(module, Positions(module), path, settings)
+
+    # -- compatibility fallbacks: old API used only where the new one is unavailable
+    _VERSION_WORDS = ("version", "TORCH_", "_TORCH", "hasattr(torch", "is_torch_")
+
+    def _mentions(self, node: cst.CSTNode | None, predicate) -> bool:
+        if node is None:
+            return False
+        return any(
+            (q := self.qualname(ref.node, ref.ctx.scope)) is not None and predicate(q)
+            for ref in self.references_within(node)
+        )
+
+    def is_compat_fallback(self, node: cst.CSTNode, ctx: Context, new_api) -> bool:
+        """``node`` runs only when a newer API is unavailable.
+
+        True in the ``except`` of a ``try`` whose body uses the new API, in the branch of
+        an ``if``/conditional expression whose other branch uses it or whose test checks
+        a version, and after ``if <new API available>: ... return``.
+        """
+        for branch in ctx.branches:
+            owner = branch.node
+            if isinstance(owner, cst.Try) and branch.part == "handler" and self._mentions(owner.body, new_api):
+                return True
+            if isinstance(owner, cst.If) and branch.part in ("body", "orelse"):
+                other = owner.orelse if branch.part == "body" else owner.body
+                if self._mentions(other, new_api) or any(w in self.code(owner.test) for w in self._VERSION_WORDS):
+                    return True
+        for expression in self._c.conditional_expressions:
+            if not self.contains(expression, node) or self.contains(expression.test, node):
+                continue
+            other = expression.orelse if self.contains(expression.body, node) else expression.body
+            if self._mentions(other, new_api) or any(w in self.code(expression.test) for w in self._VERSION_WORDS):
+                return True
+        for statement, if_ctx in self._c.if_statements:
+            if if_ctx.scope is not ctx.scope or if_ctx.order > ctx.order or self.contains(statement, node):
+                continue
+            body = statement.body.body if isinstance(statement.body, cst.IndentedBlock) else ()
+            returns = any(
+                isinstance(small, cst.Return)
+                for line in body[-1:]
+                if isinstance(line, cst.SimpleStatementLine)
+                for small in line.body
+            )
+            if returns and self._mentions(statement.body, new_api):
+                return True
+        return False
 
     # -- positions and source
     def position(self, node: cst.CSTNode) -> CodeRange:

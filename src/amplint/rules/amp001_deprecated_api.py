@@ -33,6 +33,16 @@ _OLD_AUTOCAST_PARAMS = ("enabled", "dtype", "cache_enabled")
 _DEPRECATED_MODULES = ("torch.cuda.amp", "torch.cpu.amp")
 
 
+_NEW_API = frozenset(
+    {"torch.amp.autocast", "torch.amp.GradScaler", "torch.amp.custom_fwd", "torch.amp.custom_bwd",
+     "torch.get_autocast_dtype", "torch.set_autocast_dtype", "torch.set_autocast_enabled", "torch.is_autocast_enabled"}
+)
+
+
+def _is_new_api(qualname: str) -> bool:
+    return qualname in _NEW_API
+
+
 def _new_spelling(qualname: str) -> str:
     if qualname in _LEGACY:
         replacement, device, _ = _LEGACY[qualname]
@@ -148,6 +158,8 @@ class DeprecatedAmpApi(Rule):
         uses = [
             _Use(ref, qualname)
             for ref, qualname in facts.references_to(lambda q: q in _MEMBERS or q in _LEGACY)
+            # Code that already prefers torch.amp and keeps the old name for old torch is right.
+            if not facts.is_compat_fallback(ref.node, ref.ctx, _is_new_api)
         ]
         if not uses:
             return
