@@ -776,8 +776,6 @@ class FileFacts:
         return cls(module, Positions(module), path, settings)
 
     # -- compatibility fallbacks: old API used only where the new one is unavailable
-    _VERSION_WORDS = ("version", "TORCH_", "_TORCH", "hasattr(torch", "is_torch_")
-
     def _mentions(self, node: cst.CSTNode | None, predicate) -> bool:
         if node is None:
             return False
@@ -790,8 +788,9 @@ class FileFacts:
         """``node`` runs only when a newer API is unavailable.
 
         True in the ``except`` of a ``try`` whose body uses the new API, in the branch of
-        an ``if``/conditional expression whose other branch uses it or whose test checks
-        a version, and after ``if <new API available>: ... return``.
+        an ``if``/conditional expression whose other branch uses it, and after
+        ``if <new API available>: ... return`` (a version check alone proves nothing:
+        the newer branch may still use the old names).
         """
         for branch in ctx.branches:
             owner = branch.node
@@ -799,13 +798,13 @@ class FileFacts:
                 return True
             if isinstance(owner, cst.If) and branch.part in ("body", "orelse"):
                 other = owner.orelse if branch.part == "body" else owner.body
-                if self._mentions(other, new_api) or any(w in self.code(owner.test) for w in self._VERSION_WORDS):
+                if self._mentions(other, new_api):
                     return True
         for expression in self._c.conditional_expressions:
             if not self.contains(expression, node) or self.contains(expression.test, node):
                 continue
             other = expression.orelse if self.contains(expression.body, node) else expression.body
-            if self._mentions(other, new_api) or any(w in self.code(expression.test) for w in self._VERSION_WORDS):
+            if self._mentions(other, new_api):
                 return True
         for statement, if_ctx in self._c.if_statements:
             if if_ctx.scope is not ctx.scope or if_ctx.order > ctx.order or self.contains(statement, node):

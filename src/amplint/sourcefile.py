@@ -5,6 +5,7 @@ from __future__ import annotations
 import codecs
 import io
 import os
+import re
 import stat
 import tempfile
 import tokenize
@@ -14,6 +15,10 @@ from pathlib import Path
 # Files above this size are reported and skipped: nothing AMP-related is ever
 # this large, and libcst would take minutes on generated code of that size.
 MAX_FILE_BYTES = 5 * 1024 * 1024
+
+
+# PEP 263: the declaration tokenize looks for on the first two lines.
+_CODING_COOKIE = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
 
 
 class SourceError(Exception):
@@ -32,7 +37,8 @@ def decode_source(data: bytes, name: str) -> SourceText:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as exc:
-        if "coding" in data[:400].decode("latin-1"):
+        first_lines = data.decode("latin-1").splitlines()[:2]
+        if any(_CODING_COOKIE.match(line) for line in first_lines):
             raise SourceError(f"{name}: invalid encoding declaration: {exc.msg}") from None
         # No declaration at all: the file is meant to be UTF-8 and is not; say where.
         encoding = "utf-8"
@@ -53,7 +59,11 @@ def decode_source(data: bytes, name: str) -> SourceText:
 
 def read_bytes(path: Path) -> bytes:
     try:
-        size = path.stat().st_size
+        info = path.stat()
+        if not stat.S_ISREG(info.st_mode):
+            # Reading a FIFO or a device would block or never end.
+            raise SourceError(f"{path}: not a regular file")
+        size = info.st_size
         if size > MAX_FILE_BYTES:
             raise SourceError(
                 f"{path}: file is too large to lint ({size // 1024} KiB > {MAX_FILE_BYTES // 1024} KiB)"
