@@ -9,7 +9,7 @@ from amplint import cstedit as E
 from amplint import names as N
 from amplint.facts import Context, Event, is_optimizer_name
 from amplint.model import FixSafety
-from amplint.rules.base import Invalid, Rule, Violation
+from amplint.rules.base import SCALER_TRIGGERS, Invalid, Rule, Violation
 
 _LOADER_WORDS = ("load", "resume", "restore", "checkpoint", "ckpt")
 
@@ -104,8 +104,7 @@ class ScalerStateNotCheckpointed(Rule):
     name = "scaler-state-not-checkpointed"
     summary = "Checkpoint saves/restores the optimizer but not the GradScaler"
     fix_safety = FixSafety.SAFE
-    # Literal substrings for the prefilter: a scaler is in scope only if the file constructs, names or uses one.
-    triggers = ("scaler", "Scaler", "unscale_", ".scale(")
+    triggers = SCALER_TRIGGERS
 
     valid = (
         "import torch\nscaler = torch.amp.GradScaler('cuda')\ntorch.save(model.state_dict(), path)\n",

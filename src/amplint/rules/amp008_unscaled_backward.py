@@ -8,7 +8,7 @@ from amplint import cstedit as E
 from amplint import names as N
 from amplint.facts import Event
 from amplint.model import FixSafety
-from amplint.rules.base import Invalid, Rule, Violation
+from amplint.rules.base import SCALER_TRIGGERS, Invalid, Rule, Violation
 
 
 def _bare(expr: cst.BaseExpression) -> cst.BaseExpression:
@@ -84,8 +84,7 @@ class UnscaledBackward(Rule):
     name = "unscaled-backward"
     summary = "Backward on an unscaled loss while `scaler.step` unscales the gradients"
     fix_safety = FixSafety.SAFE
-    # Literal substrings for the prefilter: a scaler is in scope only if the file constructs, names or uses one.
-    triggers = ("scaler", "Scaler", "unscale_", ".scale(")
+    triggers = SCALER_TRIGGERS
 
     valid = (
         "scaler = torch.amp.GradScaler('cuda')\nscaler.scale(loss).backward()\nscaler.step(optimizer)\nscaler.update()\n",

@@ -8,7 +8,7 @@ import libcst as cst
 from amplint import cstedit as E
 from amplint.facts import Event, FileFacts, Loop
 from amplint.model import FixSafety
-from amplint.rules.base import Invalid, Rule, Violation
+from amplint.rules.base import SCALER_TRIGGERS, Invalid, Rule, Violation
 
 
 @dataclass
@@ -133,8 +133,7 @@ class ScalerUpdateMissingOrMisordered(Rule):
     name = "scaler-update-missing-or-misordered"
     summary = "`scaler.step` without a following `scaler.update()`, or `update()` before/between steps"
     fix_safety = FixSafety.SOMETIMES
-    # Literal substrings for the prefilter: a scaler is in scope only if the file constructs, names or uses one.
-    triggers = ("scaler", "Scaler", "unscale_", ".scale(")
+    triggers = SCALER_TRIGGERS
 
     valid = (
         (

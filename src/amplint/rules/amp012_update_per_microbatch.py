@@ -8,7 +8,7 @@ from amplint import cstedit as E
 from amplint.facts import Branch, Event
 from amplint.model import FixSafety
 from amplint.rules.amp009_scaler_update_missing_or_misordered import anchor_statement, insert_after, movable_statement
-from amplint.rules.base import Invalid, Rule, Violation
+from amplint.rules.base import SCALER_TRIGGERS, Invalid, Rule, Violation
 
 
 class UpdatePerMicrobatch(Rule):
@@ -70,8 +70,7 @@ class UpdatePerMicrobatch(Rule):
     name = "update-per-microbatch"
     summary = "`scaler.update()` every micro-batch while `scaler.step` runs once per accumulated batch"
     fix_safety = FixSafety.SOMETIMES
-    # Literal substrings for the prefilter: a scaler is in scope only if the file constructs, names or uses one.
-    triggers = ("scaler", "Scaler", "unscale_", ".scale(")
+    triggers = SCALER_TRIGGERS
 
     valid = (
         (

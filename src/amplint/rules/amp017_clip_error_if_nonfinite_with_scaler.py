@@ -8,7 +8,7 @@ from amplint import cstedit as E
 from amplint import names as N
 from amplint.facts import Event, Scope
 from amplint.model import FixSafety
-from amplint.rules.base import Invalid, Rule, Violation
+from amplint.rules.base import SCALER_TRIGGERS, Invalid, Rule, Violation
 
 _CLIP_NORM = frozenset({"torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad_norm"})
 _SCALER_KINDS = ("scale_backward", "unscale", "scaler_step")
@@ -72,7 +72,7 @@ class ClipErrorIfNonfiniteWithScaler(Rule):
     fix_safety = FixSafety.SAFE
     # Literal substrings for the prefilter: the clip only matters next to a scaler
     # (the flag may be positional, so its name need not appear).
-    triggers = ("scaler", "Scaler", "unscale_", ".scale(")
+    triggers = SCALER_TRIGGERS
 
     valid = (
         "import torch\ndef step(model, opt, loss):\n    loss.backward()\n"

@@ -28,6 +28,9 @@ DOC_SECTIONS = (
     "Fix safety",
     "References",
 )
+# Prefilter triggers of rules that need a GradScaler: a scaler is in scope only if the
+# file constructs one (GradScaler), names one (scaler), or uses one (unscale_, .scale().
+SCALER_TRIGGERS = ("scaler", "Scaler", "unscale_", ".scale(")
 AMP_RECIPE = "https://pytorch.org/tutorials/recipes/recipes/amp_recipe.html"
 AMP_DOCS = "https://pytorch.org/docs/stable/amp.html"
 AMP_EXAMPLES = "https://pytorch.org/docs/stable/notes/amp_examples.html"
