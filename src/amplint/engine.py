@@ -244,7 +244,8 @@ def _to_location(starts: list[int], offset: int) -> Location:
     return Location(row + 1, offset - starts[row] + 1)
 
 
-def _edit_between(old: str, new: str) -> Edit:
+def _edit_between(old: str, new: str, offset: int = 0, starts: list[int] | None = None) -> Edit:
+    """The smallest single edit turning ``old`` into ``new`` (positions shifted by ``offset``)."""
     prefix = 0
     limit = min(len(old), len(new))
     while prefix < limit and old[prefix] == new[prefix]:
@@ -252,12 +253,31 @@ def _edit_between(old: str, new: str) -> Edit:
     suffix = 0
     while suffix < limit - prefix and old[len(old) - 1 - suffix] == new[len(new) - 1 - suffix]:
         suffix += 1
-    starts = _offsets(old)
+    starts = starts if starts is not None else _offsets(old)
     return Edit(
         content=new[prefix: len(new) - suffix],
-        location=_to_location(starts, prefix),
-        end_location=_to_location(starts, len(old) - suffix),
+        location=_to_location(starts, offset + prefix),
+        end_location=_to_location(starts, offset + len(old) - suffix),
     )
+
+
+def _edits_between(old: str, new: str) -> list[Edit]:
+    """One edit per changed hunk of lines, as ruff reports fixes that touch several places."""
+    import difflib
+
+    old_lines = old.splitlines(keepends=True)
+    new_lines = new.splitlines(keepends=True)
+    starts = _offsets(old)
+    edits = []
+    matcher = difflib.SequenceMatcher(a=old_lines, b=new_lines, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        begin = sum(len(line) for line in old_lines[:i1])
+        edits.append(
+            _edit_between("".join(old_lines[i1:i2]), "".join(new_lines[j1:j2]), offset=begin, starts=starts)
+        )
+    return edits
 
 
 def _attach_fix_info(lint: _Pass, text: str, edits: bool) -> None:
@@ -279,7 +299,7 @@ def _attach_fix_info(lint: _Pass, text: str, edits: bool) -> None:
         if new is None:
             finding.no_fix_reason = PARSE_FAILURE_NOTE
             continue
-        finding.fix = FixInfo(fix.applicability, fix.message, [_edit_between(text, new)] if new != text else [])
+        finding.fix = FixInfo(fix.applicability, fix.message, _edits_between(text, new))
 
 
 def _fix_text(text: str, filename: str, settings: Settings, codes: frozenset[str], unsafe: bool) -> tuple[str, int]:
