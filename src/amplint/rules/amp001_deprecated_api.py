@@ -9,7 +9,7 @@ from amplint import cstedit as E
 from amplint import names as N
 from amplint.facts import ImportRecord, Reference
 from amplint.model import FixSafety
-from amplint.rules.base import AMP_DOCS, Fix, Invalid, Rule, Violation
+from amplint.rules.base import Fix, Invalid, Rule, Violation
 
 # canonical deprecated name -> (device, member of torch.amp, minimum torch version)
 _MEMBERS = {

@@ -309,7 +309,6 @@ class ScalerStateNotCheckpointed(Rule):
         return False
 
     def _check_save(self, event: Event, saves: list[Event]) -> Violation | None:
-        facts = self.facts
         scalers = self._scalers_in_scope(event.ctx)
         if not scalers:
             return None

@@ -6,7 +6,7 @@ import libcst as cst
 
 from amplint.facts import Event
 from amplint.model import FixSafety
-from amplint.rules.base import AMP_DOCS, AMP_EXAMPLES, AMP_RECIPE, Invalid, Rule, Violation
+from amplint.rules.base import Invalid, Rule, Violation
 
 
 class OptimizerStepBypassesScaler(Rule):

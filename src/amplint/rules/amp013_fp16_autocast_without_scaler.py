@@ -4,7 +4,6 @@ from typing import Iterator
 
 import libcst as cst
 
-from amplint import names as N
 from amplint.facts import Event, Scope
 from amplint.model import FixSafety
 from amplint.rules.base import Rule, Violation

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import textwrap
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Iterator, Mapping, Union
 
 import libcst as cst
@@ -53,7 +53,7 @@ class Violation:
     message: str
     fix: Fix | None = None
     no_fix_reason: str | None = None
-    # Report on this node's first line for ``# noqa`` (defaults to ``node``).
+    # The node whose first line carries the suppression comment (defaults to ``node``).
     noqa_node: cst.CSTNode | None = None
 
 
