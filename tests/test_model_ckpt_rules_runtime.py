@@ -7,59 +7,33 @@ synthetic data); then a copy is fixed with ``python -m amplint check --fix [--un
 
 from __future__ import annotations
 
-import json
 import math
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
+from runtime_truth import RUNTIME, TIMEOUT, copy_script, fix_with_cli, last_json, run_script
 
 torch = pytest.importorskip("torch")
 
-RUNTIME = Path(__file__).resolve().parents[1] / "fixtures" / "runtime"
-TIMEOUT = 180
 
 
-def _run_script(path: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, str(path)], capture_output=True, text=True, timeout=TIMEOUT, cwd=path.parent
-    )
-
-
-def _fixed_copy(tmp_path: Path, name: str, code: str, unsafe: bool) -> Path:
-    copy = tmp_path / name
-    shutil.copy(RUNTIME / name, copy)
-    command = [sys.executable, "-m", "amplint", "check", "--fix", "--no-cache", "--select", code, str(copy)]
-    if unsafe:
-        command.insert(5, "--unsafe-fixes")
-    result = subprocess.run(command, capture_output=True, text=True, timeout=TIMEOUT, cwd=tmp_path)
-    assert result.returncode in (0, 1), result.stderr
-    # After the fix nothing of this rule is left to report.
-    again = subprocess.run(
-        [sys.executable, "-m", "amplint", "check", "--no-cache", "--select", code, str(copy)],
-        capture_output=True, text=True, timeout=TIMEOUT, cwd=tmp_path,
-    )
-    assert again.returncode == 0, again.stdout + again.stderr
-    assert copy.read_text() != (RUNTIME / name).read_text()
+def _fixed_copy(tmp_path, name: str, code: str, unsafe: bool):
+    copy = copy_script(tmp_path, name)
+    fix_with_cli(copy, code, unsafe=unsafe)
     return copy
-
-
-def _report(result: subprocess.CompletedProcess) -> dict:
-    assert result.returncode == 0, result.stderr[-2000:]
-    return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 def test_amp005_half_model_raises_and_fixed_script_trains(tmp_path):
     name = "amp005_half_model.py"
-    broken = _run_script(RUNTIME / name)
+    broken = run_script(RUNTIME / name)
     assert broken.returncode != 0
     assert "ValueError: Attempting to unscale FP16 gradients." in broken.stderr
 
     fixed_path = _fixed_copy(tmp_path, name, "AMP005", unsafe=True)
     assert '    model = build_model().to("cpu")\n' in fixed_path.read_text()
-    report = _report(_run_script(fixed_path))
+    report = last_json(run_script(fixed_path))
     assert report["param_dtype"] == "torch.float32"
     assert math.isfinite(report["first_loss"]) and math.isfinite(report["last_loss"])
 
@@ -76,7 +50,7 @@ def test_amp005_fix_is_unsafe_only(tmp_path):
 
 def test_amp006_resume_without_scaler_skips_a_burst_and_fixed_resume_does_not(tmp_path):
     name = "amp006_resume_without_scaler.py"
-    broken = _report(_run_script(RUNTIME / name))
+    broken = last_json(run_script(RUNTIME / name))
     # The first run overflowed and backed off: that history is what a resume must keep.
     assert broken["first_run_skipped"] >= 5
     assert broken["scale_at_save"] < 65536.0
@@ -88,7 +62,7 @@ def test_amp006_resume_without_scaler_skips_a_burst_and_fixed_resume_does_not(tm
     text = fixed_path.read_text()
     assert '"scaler": scaler.state_dict()' in text
     assert 'scaler.load_state_dict(checkpoint["scaler"])' in text
-    fixed = _report(_run_script(fixed_path))
+    fixed = last_json(run_script(fixed_path))
     assert fixed["resumed_start_scale"] == fixed["scale_at_save"] == broken["scale_at_save"]
     assert fixed["resumed_skipped"] <= 1
     assert fixed["resumed_skipped"] < broken["resumed_skipped"]

@@ -8,138 +8,90 @@ CODE`` and run again: the symptom is gone and the loss decreases.
 
 from __future__ import annotations
 
-import json
 import math
-import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
+from runtime_truth import RUNTIME, copy_script, fix_with_cli, last_json, reported, run_script
 
 torch = pytest.importorskip("torch")
-
-RUNTIME = Path(__file__).resolve().parents[1] / "fixtures" / "runtime"
-TIMEOUT = 120
-
-
-def _run(path: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=TIMEOUT, cwd=path.parent)
-
-
-def _report(result: subprocess.CompletedProcess) -> dict:
-    assert result.returncode == 0, result.stderr[-2000:]
-    return json.loads(result.stdout.strip().splitlines()[-1])
-
-
-def _fix(copy: Path, code: str) -> str:
-    """``amplint check --fix --select CODE`` on ``copy``; afterwards CODE reports nothing there."""
-    before = copy.read_text()
-    fixed = subprocess.run(
-        [sys.executable, "-m", "amplint", "check", "--fix", "--no-cache", "--select", code, str(copy)],
-        capture_output=True, text=True, timeout=TIMEOUT, cwd=copy.parent,
-    )
-    assert fixed.returncode in (0, 1), fixed.stdout + fixed.stderr
-    again = subprocess.run(
-        [sys.executable, "-m", "amplint", "check", "--no-cache", "--select", code, str(copy)],
-        capture_output=True, text=True, timeout=TIMEOUT, cwd=copy.parent,
-    )
-    assert again.returncode == 0, again.stdout + again.stderr
-    after = copy.read_text()
-    assert after != before, f"{code} fixed nothing"
-    return after
-
-
-def _copy(tmp_path: Path, name: str) -> Path:
-    copy = tmp_path / name
-    shutil.copy(RUNTIME / name, copy)
-    return copy
-
-
-def _reported(path: Path, code: str) -> bool:
-    result = subprocess.run(
-        [sys.executable, "-m", "amplint", "check", "--no-cache", "--select", code, str(path)],
-        capture_output=True, text=True, timeout=TIMEOUT, cwd=path.parent,
-    )
-    return result.returncode == 1 and code in result.stdout
 
 
 def test_amp007_bypass_blows_up_the_weights_and_the_fixed_loop_trains(tmp_path):
     name = "amp007_step_bypasses_scaler.py"
-    assert _reported(RUNTIME / name, "AMP007")
-    broken = _report(_run(RUNTIME / name))
+    assert reported(RUNTIME / name, "AMP007")
+    broken = last_json(run_script(RUNTIME / name))
     # Stepping on gradients 65536x too large: the weights and the loss leave the finite range.
     assert broken["last_loss"] == "nan" or broken["last_loss"] > 1e6
     assert broken["max_abs_weight"] == "nan" or broken["max_abs_weight"] > 1e3
 
-    copy = _copy(tmp_path, name)
-    text = _fix(copy, "AMP007")
+    copy = copy_script(tmp_path, name)
+    text = fix_with_cli(copy, "AMP007")
     assert "        scaler.step(optimizer)\n" in text and "        optimizer.step()\n" not in text
     # The step now goes through the scaler, which needs an update() per iteration: AMP009's job.
-    halfway = _run(copy)
+    halfway = run_script(copy)
     assert halfway.returncode != 0
     assert "step() has already been called since the last update()" in halfway.stderr
-    text = _fix(copy, "AMP009")
+    text = fix_with_cli(copy, "AMP009")
     assert "        scaler.step(optimizer)\n        scaler.update()\n" in text
-    fixed = _report(_run(copy))
+    fixed = last_json(run_script(copy))
     assert math.isfinite(fixed["last_loss"]) and fixed["last_loss"] < fixed["first_loss"] / 3
     assert fixed["max_abs_weight"] < 100
 
 
 def test_amp008_unscaled_backward_raises_and_the_fixed_loop_trains(tmp_path):
     name = "amp008_unscaled_backward.py"
-    assert _reported(RUNTIME / name, "AMP008")
-    broken = _run(RUNTIME / name)
+    assert reported(RUNTIME / name, "AMP008")
+    broken = run_script(RUNTIME / name)
     assert broken.returncode != 0
     assert "AssertionError: Attempted step but _scale is None." in broken.stderr
 
-    copy = _copy(tmp_path, name)
-    text = _fix(copy, "AMP008")
+    copy = copy_script(tmp_path, name)
+    text = fix_with_cli(copy, "AMP008")
     assert "        scaler.scale(loss).backward()\n" in text
-    fixed = _report(_run(copy))
+    fixed = last_json(run_script(copy))
     assert fixed["last_loss"] < fixed["first_loss"] / 3
 
 
 def test_amp008_discarded_scale_leaves_the_loss_flat_and_the_fixed_loop_trains(tmp_path):
     name = "amp008_discarded_scale.py"
-    assert _reported(RUNTIME / name, "AMP008")
-    broken = _report(_run(RUNTIME / name))
+    assert reported(RUNTIME / name, "AMP008")
+    broken = last_json(run_script(RUNTIME / name))
     # The unscaled gradients are divided by 65536: the loss barely moves in 60 steps.
     assert broken["last_loss"] > 0.9 * broken["first_loss"]
 
-    copy = _copy(tmp_path, name)
-    text = _fix(copy, "AMP008")
+    copy = copy_script(tmp_path, name)
+    text = fix_with_cli(copy, "AMP008")
     assert "        scaler.scale(loss).backward()\n" in text and "        scaler.scale(loss)\n" not in text
-    fixed = _report(_run(copy))
+    fixed = last_json(run_script(copy))
     assert fixed["first_loss"] == pytest.approx(broken["first_loss"])
     assert fixed["last_loss"] < fixed["first_loss"] / 3
 
 
 def test_amp009_missing_update_raises_and_the_fixed_scale_adapts(tmp_path):
     name = "amp009_missing_update.py"
-    assert _reported(RUNTIME / name, "AMP009")
-    broken = _run(RUNTIME / name)
+    assert reported(RUNTIME / name, "AMP009")
+    broken = run_script(RUNTIME / name)
     assert broken.returncode != 0
     assert "RuntimeError: step() has already been called since the last update()." in broken.stderr
 
-    copy = _copy(tmp_path, name)
-    text = _fix(copy, "AMP009")
+    copy = copy_script(tmp_path, name)
+    text = fix_with_cli(copy, "AMP009")
     assert "        scaler.step(optimizer)\n        scaler.update()\n" in text
-    fixed = _report(_run(copy))
+    fixed = last_json(run_script(copy))
     assert fixed["last_loss"] < fixed["first_loss"] / 3
     assert len(fixed["scales"]) > 1, "with update() the scale must adapt"
 
 
 def test_amp012_update_per_microbatch_asserts_and_the_fixed_loop_trains(tmp_path):
     name = "amp012_update_per_microbatch.py"
-    assert _reported(RUNTIME / name, "AMP012")
-    broken = _run(RUNTIME / name)
+    assert reported(RUNTIME / name, "AMP012")
+    broken = run_script(RUNTIME / name)
     assert broken.returncode != 0
     assert "AssertionError: No inf checks were recorded prior to update." in broken.stderr
 
-    copy = _copy(tmp_path, name)
-    text = _fix(copy, "AMP012")
+    copy = copy_script(tmp_path, name)
+    text = fix_with_cli(copy, "AMP012")
     assert "            scaler.step(optimizer)\n            scaler.update()\n" in text
     assert "        scaler.update()\n" not in text.replace("            scaler.update()\n", "")
-    fixed = _report(_run(copy))
+    fixed = last_json(run_script(copy))
     assert fixed["last_loss"] < fixed["first_loss"] / 3
