@@ -120,9 +120,10 @@ def test_prune_removes_old_entries_and_other_versions(cache):
     old = cache.dir / f"{cache.key(CODE, 'old.py', settings)}.json"
     long_ago = time.time() - MAX_AGE_S - 3600
     os.utime(old, (long_ago, long_ago))
-    other = cache.root / "0.0.1-deadbeef"
+    other = cache.root / "0.0.1-0123456789ab"  # another build's folder, as it writes one
     other.mkdir()
-    (other / "x.json").write_text("{}")
+    (other / ".amplint-cache").write_text("amplint cache 0.0.1-0123456789ab\n")
+    (other / f"{'0' * 64}.json").write_text("{}")
     assert cache.prune() == 1
     assert not old.exists() and not other.exists()
     assert cache.get(CODE, "new.py", settings) is not None

@@ -3,16 +3,23 @@
 Layout (under the project root unless ``--cache-dir`` says otherwise)::
 
     .amplint_cache/
-        .gitignore            "*": the cache never shows up in ``git status``
-        CACHEDIR.TAG          backup tools skip it
-        <version>/            one folder per amplint build; other versions' folders are deleted
+        .gitignore            "*": written only when amplint created the folder itself
+        CACHEDIR.TAG          backup tools skip it; also how amplint recognises its own cache
+        <version>/            one folder per amplint build
+            .amplint-cache    marks the folder as amplint's; only marked folders are pruned
             <sha256>.json     one small entry per (text, filename, settings)
 
 The key is ``sha256(text, filename, amplint version, settings fingerprint)``, so an edit, a
 rename, a setting or an upgrade all miss. Entries are written to a temporary file and renamed
 into place, so concurrent runs (pre-commit in parallel, two terminals) never see half an entry;
 a corrupt or unreadable entry is a miss. Entries unused for 30 days are pruned (at most once a
-day, by :meth:`Cache.prune`), and so are folders of other versions.
+day, by :meth:`Cache.prune`), and so are other versions' folders.
+
+The cache folder is often a path the user typed, so it is handled as someone else's folder:
+:func:`check_cache_root` refuses a symbolic link, the project root, the home folder, a folder
+holding a linted path and any non-empty folder that is not an amplint cache; pruning never
+recurses and deletes only files whose names amplint itself writes, inside version folders that
+carry amplint's marker, never through a symbolic link.
 
 The version folder also hashes the size and mtime of amplint's own modules, so an editable
 install whose rules change never serves stale results.
@@ -23,9 +30,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
+import re
 import tempfile
 import time
+from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
 
@@ -37,6 +45,13 @@ TOUCH_AFTER_S = 24 * 3600  # refresh an entry's mtime ("last used") at most dail
 PRUNE_EVERY_S = 24 * 3600
 FORMAT = 1
 _PRUNE_MARKER = ".last-prune"
+_VERSION_MARKER = ".amplint-cache"
+_TAG_NAME = "CACHEDIR.TAG"
+_TAG_SIGNATURE = "Signature: 8a477f597d28d172789f06886806bc55"
+# names amplint writes inside a version folder: nothing else there is ever deleted
+_ENTRY_NAME = re.compile(r"[0-9a-f]{64}\.json")
+_TMP_PREFIX = ".tmp-"
+_VERSION_NAME = re.compile(r"\d+\.\d+[0-9A-Za-z.+!-]*-[0-9a-f]{12}")
 _TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# This file is a cache directory tag created by amplint.\n"
 
 
@@ -57,6 +72,63 @@ def cache_version() -> str:
                     continue
                 digest.update(f"{os.path.relpath(os.path.join(root, name), package)}:{st.st_size}:{st.st_mtime_ns}\n".encode())
     return f"{amplint.__version__}-{digest.hexdigest()[:12]}"
+
+
+class CacheDirError(Exception):
+    """The cache folder is not one amplint may write to or prune; the message says why."""
+
+
+def is_amplint_cache(root: Path) -> bool:
+    """``root`` holds amplint's ``CACHEDIR.TAG`` (a regular file, not a link)."""
+    tag = root / _TAG_NAME
+    try:
+        if tag.is_symlink() or not tag.is_file():
+            return False
+        head = tag.read_text(encoding="utf-8", errors="replace")[:512]
+    except OSError:
+        return False
+    return head.startswith(_TAG_SIGNATURE) and "amplint" in head
+
+
+def check_cache_root(given: Path, *, project_root: Path, linted: Iterable[Path]) -> None:
+    """Raise :class:`CacheDirError` unless ``given`` is safe to use as amplint's cache folder.
+
+    Safe means: not a symbolic link, not a file, not the project root, the home folder, the
+    file-system root or a folder that holds a linted path, and either missing, empty or already
+    an amplint cache.
+    """
+    if given.is_symlink():
+        raise CacheDirError(
+            f"cache directory {given} is a symbolic link; amplint does not follow it "
+            "(remove the link, or pass --cache-dir DIR or --no-cache)"
+        )
+    if given.exists() and not given.is_dir():
+        raise CacheDirError(f"cache directory {given} exists and is not a directory")
+    resolved = given.resolve()
+    reserved = {
+        Path(resolved.anchor): "the file-system root",
+        project_root.resolve(): "the project root",
+    }
+    try:
+        reserved.setdefault(Path.home().resolve(), "your home directory")
+    except (RuntimeError, KeyError, OSError):
+        pass
+    if resolved in reserved:
+        raise CacheDirError(f"cache directory {given} is {reserved[resolved]}; choose a folder of its own")
+    for path in linted:
+        path = path.resolve()
+        if path == resolved or resolved in path.parents:
+            raise CacheDirError(f"cache directory {given} contains the linted path {path}; choose a folder of its own")
+    if resolved.is_dir() and not is_amplint_cache(resolved):
+        try:
+            empty = _is_empty(resolved)
+        except OSError as exc:
+            raise CacheDirError(f"cache directory {given} cannot be read ({exc.strerror or exc})") from None
+        if not empty:
+            raise CacheDirError(
+                f"cache directory {given} is not empty and is not an amplint cache; "
+                "choose a new or empty folder"
+            )
 
 
 @lru_cache(maxsize=16)
@@ -128,13 +200,15 @@ class Cache:
             try:
                 self.ensure()
                 self._write(target, data)
-            except OSError:
+            except (OSError, CacheDirError):
                 pass
-        except OSError:
-            pass  # a read-only or full disk must never fail the lint
+        except (OSError, CacheDirError):
+            pass  # a read-only or full disk, or a folder amplint will not use, must never fail the lint
 
     def _write(self, target: Path, data: bytes) -> None:
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=self.dir)
+        if self.dir.is_symlink():
+            raise CacheDirError(f"cache directory {self.dir} is a symbolic link")
+        fd, tmp = tempfile.mkstemp(prefix=_TMP_PREFIX, dir=self.dir)
         try:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
@@ -147,23 +221,40 @@ class Cache:
             raise
 
     def ensure(self) -> None:
-        """Create the cache folder with its ``.gitignore`` and ``CACHEDIR.TAG``."""
-        self.dir.mkdir(parents=True, exist_ok=True)
-        for name, content in ((".gitignore", "# Automatically created by amplint.\n*\n"), ("CACHEDIR.TAG", _TAG)):
-            path = self.root / name
-            if not path.exists():
-                try:
-                    path.write_text(content)
-                except OSError:
-                    pass
+        """Create the cache and version folders, with ``CACHEDIR.TAG`` and the version marker.
+
+        ``.gitignore`` is written only into a root folder this call created: a folder the user
+        made is theirs, and a ``*`` there would hide their files from git.
+        """
+        try:
+            self.root.mkdir(parents=True)
+            created = True
+        except FileExistsError:
+            created = False
+        if self.root.is_symlink() or not self.root.is_dir():
+            raise CacheDirError(f"cache directory {self.root} is not a plain directory")
+        if created or _is_empty(self.root):
+            _write_new(self.root / _TAG_NAME, _TAG)
+        if created:
+            _write_new(self.root / ".gitignore", "# Automatically created by amplint.\n*\n")
+        self.dir.mkdir(exist_ok=True)
+        if self.dir.is_symlink() or not self.dir.is_dir():
+            raise CacheDirError(f"cache directory {self.dir} is not a plain directory")
+        marker = self.dir / _VERSION_MARKER
+        if not marker.is_file():
+            _write_new(marker, f"amplint cache {self.dir.name}\n")
 
     # -- cleaning
     def prune(self, force: bool = False, now: float | None = None) -> int:
         """Delete other versions' folders and entries unused for 30 days; returns entries removed.
 
-        Runs at most once a day unless ``force``.
+        Runs at most once a day unless ``force``. Only amplint's own files are deleted: entry and
+        temporary files by name, in marked version folders, never through a symbolic link, and a
+        folder is removed only once it is empty.
         """
         now = time.time() if now is None else now
+        if self.root.is_symlink() or self.dir.is_symlink() or not self.dir.is_dir():
+            return 0
         marker = self.dir / _PRUNE_MARKER
         if not force:
             try:
@@ -171,38 +262,86 @@ class Cache:
                     return 0
             except OSError:
                 pass
-        if not self.root.is_dir():
-            return 0
-        removed = 0
         try:
             siblings = list(os.scandir(self.root))
         except OSError:
             return 0
         for entry in siblings:
-            if entry.is_dir(follow_symlinks=False) and entry.name != self.dir.name and not entry.name.startswith("."):
-                shutil.rmtree(entry.path, ignore_errors=True)
-        try:
-            entries = list(os.scandir(self.dir))
-        except OSError:
-            return removed
-        for entry in entries:
-            try:
-                age = now - entry.stat(follow_symlinks=False).st_mtime
-            except OSError:
-                continue
-            stale_tmp = entry.name.startswith(".tmp-") and age > 3600
-            if stale_tmp or (entry.name.endswith(".json") and age > MAX_AGE_S):
+            if entry.name != self.dir.name and _is_version_folder(entry):
+                _empty_version_folder(entry.path, now, max_age=0.0)
                 try:
-                    os.unlink(entry.path)
-                    removed += 1
+                    os.rmdir(entry.path)
                 except OSError:
-                    pass
+                    pass  # something amplint did not write is left there, and so the folder
+        removed = _empty_version_folder(str(self.dir), now, max_age=MAX_AGE_S)
         try:
             marker.touch()
             os.utime(marker, (now, now))
         except OSError:
             pass
         return removed
+
+
+def _is_empty(folder: Path) -> bool:
+    with os.scandir(folder) as entries:
+        return next(entries, None) is None
+
+
+def _write_new(path: Path, content: str) -> None:
+    """Create ``path`` with ``content`` unless something (even a dangling link) is there."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except OSError:
+        return
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(content)
+
+
+def _is_version_folder(entry: os.DirEntry) -> bool:
+    """A real folder named like a version whose marker amplint wrote (``.last-prune`` in 0.1)."""
+    if not entry.is_dir(follow_symlinks=False) or not _VERSION_NAME.fullmatch(entry.name):
+        return False
+    for name in (_VERSION_MARKER, _PRUNE_MARKER):
+        try:
+            if os.path.isfile(os.path.join(entry.path, name)) and not os.path.islink(os.path.join(entry.path, name)):
+                return True
+        except OSError:
+            continue
+    return False
+
+
+def _empty_version_folder(path: str, now: float, max_age: float) -> int:
+    """Unlink amplint's entries older than ``max_age`` (all of them at 0) in one version folder.
+
+    With ``max_age`` 0 the markers go too, so the folder can then be removed with ``rmdir``.
+    Stale temporary files (an hour old) always go. Returns the number of entries unlinked.
+    """
+    try:
+        entries = list(os.scandir(path))
+    except OSError:
+        return 0
+    removed = 0
+    for entry in entries:
+        try:
+            if not entry.is_file(follow_symlinks=False):
+                continue
+            age = now - entry.stat(follow_symlinks=False).st_mtime
+        except OSError:
+            continue
+        if _ENTRY_NAME.fullmatch(entry.name):
+            doomed = age > max_age
+        elif entry.name.startswith(_TMP_PREFIX):
+            doomed = age > 3600 or max_age == 0.0
+        else:
+            doomed = max_age == 0.0 and entry.name in (_VERSION_MARKER, _PRUNE_MARKER)
+        if doomed:
+            try:
+                os.unlink(entry.path)
+            except OSError:
+                continue
+            if entry.name not in (_VERSION_MARKER, _PRUNE_MARKER):
+                removed += 1
+    return removed
 
 
 def default_cache_dir(project_root: Path) -> Path:

@@ -359,14 +359,19 @@ def _run_files(paths, settings, config, start, mode, options, quiet, edits):
     cache_dir = None
     cache = None
     if mode == "check" and not options["no_cache"]:
-        from amplint.cache import Cache, default_cache_dir
+        from amplint.cache import Cache, CacheDirError, check_cache_root, default_cache_dir
 
-        directory = Path(options["cache_dir"]) if options["cache_dir"] else default_cache_dir(_project_root(config, start))
+        project_root = _project_root(config, start)
+        directory = Path(options["cache_dir"]) if options["cache_dir"] else default_cache_dir(project_root)
+        try:
+            check_cache_root(directory, project_root=project_root, linted=[Path(p) for p in paths or ["."]])
+        except CacheDirError as exc:
+            raise Failure(str(exc)) from None
         cache = Cache(directory.resolve())
         try:
             cache.ensure()
             cache_dir = str(cache.root)
-        except OSError:
+        except (OSError, CacheDirError):
             cache = None  # an unwritable cache folder only costs speed
 
     jobs = []
