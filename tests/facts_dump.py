@@ -1,0 +1,97 @@
+"""A stable, readable dump of what the facts pass derives from one module.
+
+``tests/test_facts_golden.py`` compares it with the stored dumps under ``tests/golden/facts/``
+for every fixture, so a restructuring of the semantic layer is checked mechanically: any change
+in events, autocast regions, scalers, optimizers, loops, functions or bindings shows up as a
+diff. Regenerate deliberately with ``AMPLINT_UPDATE_GOLDEN=1 python -m pytest tests/test_facts_golden.py``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from amplint.facts import FileFacts
+
+
+def _line(facts: FileFacts, node) -> int:
+    return facts.position(node).start.line
+
+
+def _where(facts: FileFacts, node) -> str:
+    start = facts.position(node).start
+    return f"{start.line}:{start.column}"
+
+
+def _scope(facts: FileFacts, scope) -> str:
+    if scope.kind == "module":
+        return "<module>"
+    return f"{scope.name}@{_line(facts, scope.node)}"
+
+
+def _scopes(facts: FileFacts, scopes) -> list[str]:
+    return sorted(_scope(facts, s) for s in scopes)
+
+
+def _loops(facts: FileFacts, loops) -> list[int]:
+    return sorted(_line(facts, loop.node) for loop in loops)
+
+
+def dump(facts: FileFacts) -> dict[str, Any]:
+    events = [
+        {
+            "kind": str(e.kind),
+            "at": _where(facts, e.call),
+            "scope": _scope(facts, e.ctx.scope),
+            "loops": [_line(facts, loop.node) for loop in e.ctx.loops],
+            **{k: v for k, v in (("scaler", e.scaler), ("optimizer", e.optimizer), ("receiver", e.receiver)) if v is not None},
+        }
+        for e in facts.events
+    ]
+    regions = []
+    for node, found in facts.autocast_regions.items():
+        for region in found:
+            regions.append(
+                {
+                    "at": _where(facts, node),
+                    "device": region.device,
+                    "dtype": region.dtype,
+                    "effective_dtype": region.effective_dtype,
+                    "enabled": region.enabled,
+                    "resolved": region.resolved,
+                    "deprecated": region.deprecated,
+                    "conditional": region.conditional,
+                }
+            )
+    regions.sort(key=lambda r: (int(r["at"].split(":")[0]), int(r["at"].split(":")[1])))
+    bindings = {}
+    for scope in facts.scopes:
+        names = {name: sorted(f"{kind}:{target}" if target else kind for kind, target in found) for name, found in scope.bindings.items()}
+        if names:
+            bindings[_scope(facts, scope)] = dict(sorted(names.items()))
+    return {
+        "events": events,
+        "autocast_regions": regions,
+        "autocast_calls": [
+            {"at": _where(facts, c.call), "qualname": c.qualname, "partial": c.partial, "device": c.region.device, "dtype": c.region.dtype}
+            for c in facts.autocast_calls
+        ],
+        "scalers": {
+            key: {"constructed": sorted(_line(facts, c.node) for c in info.constructions), "evidence": sorted(info.evidence),
+                  "provably_disabled": info.provably_disabled}
+            for key, info in sorted(facts.scalers.items())
+        },
+        "scaler_constructions": sorted(_where(facts, s.node) for s in facts.scaler_construction_sites),
+        "optimizers": sorted(facts.optimizers),
+        "optimizer_builds": sorted(facts.optimizer_builds),
+        "optimizer_constructions": sorted(_where(facts, s.node) for s in facts.optimizer_constructions),
+        "optimized_modules": sorted(f"{key}@{_line(facts, site.node)}" for key, site in facts.optimized_modules),
+        "frozen_modules": sorted(facts.frozen_modules),
+        "training_loops": _loops(facts, facts.training_loops),
+        "backward_loops": _loops(facts, facts.backward_loops),
+        "training_functions": _scopes(facts, facts.training_functions),
+        "backward_functions": _scopes(facts, facts.backward_functions),
+        "updating_functions": _scopes(facts, facts.updating_functions),
+        "per_step_functions": _scopes(facts, facts.per_step_functions),
+        "grad_disabled": sorted(_line(facts, n) for n in facts.grad_disabled_nodes),
+        "bindings": bindings,
+    }
