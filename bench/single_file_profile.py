@@ -49,7 +49,7 @@ def main() -> None:
     import libcst as cst
 
     from amplint.engine import _focus_tokens_for, lint_text
-    from amplint.facts import FileFacts
+    from amplint.amp import FileFacts
     from amplint.focus import focus_source
     from amplint.positions import Positions
     from amplint.rules import all_rules

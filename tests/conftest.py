@@ -23,6 +23,7 @@ def _fake_rule_classes() -> tuple[type, ...]:
     import libcst as cst
 
     from amplint.model import FixSafety, Severity
+    from amplint.fix import Fix, NoFix
     from amplint.rules.base import RULES, Rule
 
     def calls_named(facts, name):
@@ -44,7 +45,7 @@ def _fake_rule_classes() -> tuple[type, ...]:
 
         def check(self):
             for site in calls_named(self.facts, "bad_call"):
-                fix = self.safe_fix("Replace with `good_call`", {site.node.func: cst.Name("good_call")})
+                fix = Fix.safe("Replace with `good_call`", {site.node.func: cst.Name("good_call")})
                 yield self.violation(site.node, "`bad_call` is not allowed", fix=fix)
 
     class RiskyCall(Rule):
@@ -57,7 +58,7 @@ def _fake_rule_classes() -> tuple[type, ...]:
 
         def check(self):
             for site in calls_named(self.facts, "risky"):
-                fix = self.unsafe_fix("Replace with `careful`", {site.node.func: cst.Name("careful")})
+                fix = Fix.unsafe("Replace with `careful`", {site.node.func: cst.Name("careful")})
                 yield self.violation(site.node, "`risky` may change results", fix=fix)
 
     class InfoCall(Rule):
@@ -69,7 +70,7 @@ def _fake_rule_classes() -> tuple[type, ...]:
 
         def check(self):
             for site in calls_named(self.facts, "note_me"):
-                yield self.violation(site.node, "a note, with a comma: and a colon", no_fix_reason="nothing to fix")
+                yield self.violation(site.node, "a note, with a comma: and a colon", fix=NoFix("nothing to fix"))
 
     class Explodes(Rule):
         code = "AMP994"

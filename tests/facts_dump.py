@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from amplint.facts import FileFacts
+from amplint.amp import FileFacts
 
 
 def _line(facts: FileFacts, node) -> int:
@@ -39,7 +39,7 @@ def _loops(facts: FileFacts, loops) -> list[int]:
 def dump(facts: FileFacts) -> dict[str, Any]:
     events = [
         {
-            "kind": str(e.kind),
+            "kind": getattr(e.kind, "value", e.kind),
             "at": _where(facts, e.call),
             "scope": _scope(facts, e.ctx.scope),
             "loops": [_line(facts, loop.node) for loop in e.ctx.loops],
@@ -65,7 +65,7 @@ def dump(facts: FileFacts) -> dict[str, Any]:
     regions.sort(key=lambda r: (int(r["at"].split(":")[0]), int(r["at"].split(":")[1])))
     bindings = {}
     for scope in facts.scopes:
-        names = {name: sorted(f"{kind}:{target}" if target else kind for kind, target in found) for name, found in scope.bindings.items()}
+        names = {name: sorted(f"{b.kind.value}:{b.target}" if b.target else b.kind.value for b in found) for name, found in scope.bindings.items()}
         if names:
             bindings[_scope(facts, scope)] = dict(sorted(names.items()))
     return {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 from amplint.engine import lint_text
-from amplint.facts import FileFacts
+from amplint.amp import FileFacts
 from amplint.settings import Settings
 
 

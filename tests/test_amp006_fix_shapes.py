@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from amplint import names as N
+from amplint.semantic import syntax as S
 from amplint.engine import lint_text
 from amplint.rules.amp006_scaler_state_not_checkpointed import _styled_key
 from amplint.settings import Settings
@@ -25,11 +25,11 @@ def test_styled_key():
 
 
 def test_dict_items_reads_literals_and_dict_calls():
-    items = N.dict_items(cst.parse_expression("{'a': 1, **rest}"))
+    items = S.dict_items(cst.parse_expression("{'a': 1, **rest}"))
     assert [k for k, _, _ in items] == ["a", "**"]
-    items = N.dict_items(cst.parse_expression("dict(model=m, **extra)"))
+    items = S.dict_items(cst.parse_expression("dict(model=m, **extra)"))
     assert [k for k, _, _ in items] == ["model", "**"]
-    assert N.dict_items(cst.parse_expression("make_dict()")) is None
+    assert S.dict_items(cst.parse_expression("make_dict()")) is None
 
 
 def test_multiline_dict_without_trailing_comma_keeps_layout():

@@ -4,7 +4,7 @@ plain aliases of the autocast class and ``FileFacts.call_site``."""
 from __future__ import annotations
 
 
-from amplint.facts import FileFacts
+from amplint.amp import FileFacts
 
 
 def _facts(code: str) -> FileFacts:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from amplint.facts import FileFacts
+from amplint.amp import FileFacts
 from facts_dump import dump
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -5,7 +5,7 @@ from __future__ import annotations
 import textwrap
 
 
-from amplint.facts import FileFacts
+from amplint.amp import FileFacts
 
 
 def facts(code: str) -> FileFacts:

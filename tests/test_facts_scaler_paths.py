@@ -6,7 +6,7 @@ import textwrap
 
 import libcst as cst
 
-from amplint.facts import FileFacts
+from amplint.amp import FileFacts
 
 
 def _facts(code: str) -> FileFacts:

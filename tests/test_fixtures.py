@@ -9,7 +9,7 @@ import libcst as cst
 import pytest
 
 from amplint.engine import lint_text
-from amplint.snapshots import code_of, diagnostics, expected_rows, fixed_text, rule_fixture_files, settings_for
+from snapshots import code_of, diagnostics, expected_rows, fixed_text, rule_fixture_files, settings_for
 
 FILES = rule_fixture_files()
 

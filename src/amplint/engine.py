@@ -12,13 +12,12 @@ from typing import Iterable, Sequence
 import libcst as cst
 
 from amplint import noqa
+from amplint.fix.apply import attach_fix_info, fix_text
 from amplint.positions import Positions
 from amplint.model import Edit, FileError, FileResult, Finding, FixInfo, Location, Severity
 from amplint.settings import PARSE_ERROR_CODE, Settings
 from amplint.sourcefile import SourceError, decode_source, encode_source, read_bytes, write_atomic
 
-MAX_FIX_PASSES = 10
-PARSE_FAILURE_NOTE = "not fixed: the fix would produce code that does not parse"
 
 
 # --------------------------------------------------------------------------- rule selection
@@ -78,7 +77,7 @@ class _Pass:
     """The result of linting one text once: findings plus the live fixes behind them."""
 
     findings: list[Finding] = field(default_factory=list)
-    fixes: list[tuple[Finding, object]] = field(default_factory=list)  # (finding, rules.base.Fix)
+    fixes: list[tuple[Finding, object]] = field(default_factory=list)  # (finding, amplint.fix.Fix)
     module: cst.Module | None = None
     positions: Positions | None = None
     errors: list[FileError] = field(default_factory=list)
@@ -130,7 +129,7 @@ def _parse_error_finding(exc: cst.ParserSyntaxError, text: str, filename: str) -
 
 
 def _lint_once(text: str, filename: str, settings: Settings, codes: frozenset[str], focus: bool = False) -> _Pass:
-    from amplint.facts import FileFacts
+    from amplint.amp import FileFacts
 
     result = _Pass()
     parsed_text = text
@@ -187,161 +186,6 @@ def _lint_once(text: str, filename: str, settings: Settings, codes: frozenset[st
     return result
 
 
-# --------------------------------------------------------------------------- applying fixes
-
-
-class _ApplyChanges(cst.CSTTransformer):
-    def __init__(self, changes: dict) -> None:
-        super().__init__()
-        self.changes = changes
-
-    def on_leave(self, original_node, updated_node):  # type: ignore[override]
-        replacement = self.changes.get(original_node)
-        return updated_node if replacement is None else replacement
-
-
-def _apply(module: cst.Module, changes: dict) -> str | None:
-    """The module's text with ``changes`` applied, or ``None`` if the result does not parse."""
-    try:
-        new_code = module.visit(_ApplyChanges(changes)).code
-        cst.parse_module(new_code)
-    except Exception:  # noqa: BLE001 - any failure means this fix is not applied
-        return None
-    return new_code
-
-
-def _span(positions, node) -> tuple[tuple[int, int], tuple[int, int]]:
-    position = positions[node]
-    return (position.start.line, position.start.column), (position.end.line, position.end.column)
-
-
-def _fix_spans(positions, fix) -> list[tuple[tuple[int, int], tuple[int, int]]]:
-    spans = []
-    for node in fix.changes:
-        try:
-            spans.append(_span(positions, node))
-        except KeyError:
-            return []
-    return spans
-
-
-def _overlaps(a, b) -> bool:
-    return a[0] <= b[1] and b[0] <= a[1]
-
-
-def _offsets(text: str) -> list[int]:
-    starts = [0]
-    for index, char in enumerate(text):
-        if char == "\n":
-            starts.append(index + 1)
-    return starts
-
-
-def _to_location(starts: list[int], offset: int) -> Location:
-    import bisect
-
-    row = bisect.bisect_right(starts, offset) - 1
-    return Location(row + 1, offset - starts[row] + 1)
-
-
-def _edit_between(old: str, new: str, offset: int = 0, starts: list[int] | None = None) -> Edit:
-    """The smallest single edit turning ``old`` into ``new`` (positions shifted by ``offset``)."""
-    prefix = 0
-    limit = min(len(old), len(new))
-    while prefix < limit and old[prefix] == new[prefix]:
-        prefix += 1
-    suffix = 0
-    while suffix < limit - prefix and old[len(old) - 1 - suffix] == new[len(new) - 1 - suffix]:
-        suffix += 1
-    starts = starts if starts is not None else _offsets(old)
-    return Edit(
-        content=new[prefix: len(new) - suffix],
-        location=_to_location(starts, offset + prefix),
-        end_location=_to_location(starts, offset + len(old) - suffix),
-    )
-
-
-def _edits_between(old: str, new: str) -> list[Edit]:
-    """One edit per changed hunk of lines, as ruff reports fixes that touch several places."""
-    import difflib
-
-    old_lines = old.splitlines(keepends=True)
-    new_lines = new.splitlines(keepends=True)
-    starts = _offsets(old)
-    edits = []
-    matcher = difflib.SequenceMatcher(a=old_lines, b=new_lines, autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag == "equal":
-            continue
-        begin = sum(len(line) for line in old_lines[:i1])
-        edits.append(
-            _edit_between("".join(old_lines[i1:i2]), "".join(new_lines[j1:j2]), offset=begin, starts=starts)
-        )
-    return edits
-
-
-def _attach_fix_info(lint: _Pass, text: str, edits: bool) -> None:
-    """Describe each live fix; with ``edits``, also as concrete text edits (json, sarif).
-
-    Computing edits means applying each fix to a copy of the module and parsing
-    the result, which costs more than linting; only formats that print edits ask.
-    """
-    if not edits:
-        for finding, fix in lint.fixes:
-            finding.fix = FixInfo(fix.applicability, fix.message, [])
-        return
-    by_group: dict[str, str | None] = {}
-    for finding, fix in lint.fixes:
-        key = fix.group or str(id(fix))
-        if key not in by_group:
-            by_group[key] = _apply(lint.module, fix.changes)  # type: ignore[arg-type]
-        new = by_group[key]
-        if new is None:
-            finding.no_fix_reason = PARSE_FAILURE_NOTE
-            continue
-        finding.fix = FixInfo(fix.applicability, fix.message, _edits_between(text, new))
-
-
-def _fix_text(text: str, filename: str, settings: Settings, codes: frozenset[str], unsafe: bool) -> tuple[str, int]:
-    """Apply fixes pass after pass until nothing changes; returns the text and how many were applied."""
-    applied = 0
-    for _ in range(MAX_FIX_PASSES):
-        lint = _lint_once(text, filename, settings, codes)
-        if lint.module is None:
-            break
-        chosen: list = []
-        taken: list = []
-        seen_groups: set[str] = set()
-        for finding, fix in sorted(lint.fixes, key=lambda pair: pair[0].sort_key()):
-            if fix.applicability == "unsafe" and not unsafe:
-                continue
-            key = fix.group or str(id(fix))
-            if key in seen_groups:
-                applied += 1
-                continue
-            spans = _fix_spans(lint.positions, fix)
-            if not spans or any(_overlaps(s, t) for s in spans for t in taken):
-                continue
-            if _apply(lint.module, fix.changes) is None:  # never write code that does not parse
-                continue
-            seen_groups.add(key)
-            chosen.append(fix)
-            taken.extend(spans)
-            applied += 1
-        if not chosen:
-            break
-        merged: dict = {}
-        for fix in chosen:
-            merged.update(fix.changes)
-        new_text = _apply(lint.module, merged)
-        if new_text is None:
-            new_text = _apply(lint.module, chosen[0].changes)
-        if new_text is None or new_text == text:
-            break
-        text = new_text
-    return text, applied
-
-
 # --------------------------------------------------------------------------- public, in-memory
 
 
@@ -358,7 +202,7 @@ def lint_text(
         result.skipped = True
         return result
     if fix:
-        new_text, applied = _fix_text(text, filename, settings, codes, unsafe)
+        new_text, applied = fix_text(text, lambda current: _lint_once(current, filename, settings, codes), unsafe)
         if new_text != text:
             result.original_source = text
             result.source = new_text
@@ -366,7 +210,7 @@ def lint_text(
         text = new_text
     lint = _lint_once(text, filename, settings, codes, focus=not fix)
     if lint.module is not None:
-        _attach_fix_info(lint, lint.parsed_text, edits)
+        attach_fix_info(lint.module, lint.fixes, lint.parsed_text, edits)
     result.findings = sorted(lint.findings, key=Finding.sort_key)
     result.errors = lint.errors
     return result

@@ -26,6 +26,16 @@ class FixSafety(str, Enum):
     SOMETIMES = "sometimes"  # safe when the rule can prove it, otherwise no fix
 
 
+class Applicability(str, Enum):
+    """Whether one fix may be applied by ``--fix`` alone, or needs ``--unsafe-fixes``."""
+
+    SAFE = "safe"
+    UNSAFE = "unsafe"
+
+    def __str__(self) -> str:
+        return self.value
+
+
 @dataclass(frozen=True)
 class Location:
     row: int  # 1-based
@@ -45,7 +55,7 @@ class Edit:
 class FixInfo:
     """A fix as reported to users: applicability, a message and concrete text edits."""
 
-    applicability: str  # "safe" | "unsafe"
+    applicability: Applicability
     message: str
     edits: list[Edit] = field(default_factory=list)
 
@@ -88,7 +98,7 @@ class Finding:
             fix=None
             if fix is None
             else FixInfo(
-                applicability=fix["applicability"],
+                applicability=Applicability(fix["applicability"]),
                 message=fix["message"],
                 edits=[
                     Edit(

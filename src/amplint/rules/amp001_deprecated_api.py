@@ -5,11 +5,13 @@ from typing import Iterator
 
 import libcst as cst
 
-from amplint import cstedit as E
-from amplint import names as N
-from amplint.facts import ImportRecord, Reference
+from amplint.fix import edits as E
+from amplint.amp import catalogue as API
+from amplint.semantic import syntax as S
+from amplint.semantic import ImportRecord, Reference
+from amplint.fix import Fix, NoFix
 from amplint.model import FixSafety
-from amplint.rules.base import Fix, Invalid, Rule, Violation
+from amplint.rules.base import Invalid, Rule, Violation
 
 # canonical deprecated name -> (device, member of torch.amp, minimum torch version)
 _MEMBERS = {
@@ -233,10 +235,10 @@ class DeprecatedAmpApi(Rule):
 
     def _rewrite_call(self, call: cst.Call, new_func, device: str, member: str, use: _Use) -> cst.Call | None:
         if member == "autocast":
-            if N.has_star_args(call):
+            if S.has_star_args(call):
                 use.reason = "`*args`/`**kwargs` hide which argument is which"
                 return None
-            positionals = N.positional_args(call)
+            positionals = S.positional_args(call)
             if len(positionals) > len(_OLD_AUTOCAST_PARAMS):
                 use.reason = "too many positional arguments for autocast"
                 return None
@@ -251,7 +253,7 @@ class DeprecatedAmpApi(Rule):
         if member == "GradScaler":
             return E.insert_arg(call.with_changes(func=new_func), 0, E.positional(E.string_literal(device)))
         # custom_fwd / custom_bwd called: as a decorator factory or on a function
-        if N.keyword_arg(call, "device_type") is not None:
+        if S.keyword_arg(call, "device_type") is not None:
             return call.with_changes(func=new_func)
         index = E.first_keyword_index(call)
         return E.insert_arg(call.with_changes(func=new_func), index, E.keyword("device_type", E.string_literal(device)))
@@ -274,7 +276,7 @@ class DeprecatedAmpApi(Rule):
         node = record.node
         alias = next(a for a, name, _ in record.aliases if name == bound)
         if isinstance(node, cst.Import):
-            full = N.module_name(alias.name)
+            full = S.module_name(alias.name)
             new_module = self._new_module(full)
             if new_module is None or alias.asname is None:
                 group.blocked = f"rewrite `import {full}` by hand"
@@ -284,8 +286,8 @@ class DeprecatedAmpApi(Rule):
         if node.relative:
             group.blocked = "relative import"
             return
-        module = N.module_name(node.module)
-        member = N.module_name(alias.name)
+        module = S.module_name(node.module)
+        member = S.module_name(alias.name)
         new_module = self._new_module(f"{module}.{member}")
         if new_module is None:
             group.blocked = f"rewrite `from {module} import {member}` by hand"
@@ -294,8 +296,8 @@ class DeprecatedAmpApi(Rule):
         if isinstance(node.names, cst.ImportStar):
             group.blocked = "star import"
             return
-        if len(node.names) == 1 or all(self._new_module(f"{module}.{N.module_name(a.name)}") is not None for a in node.names):
-            parents = {self._new_module(f"{module}.{N.module_name(a.name)}").rpartition(".")[0] for a in node.names}  # type: ignore[union-attr]
+        if len(node.names) == 1 or all(self._new_module(f"{module}.{S.module_name(a.name)}") is not None for a in node.names):
+            parents = {self._new_module(f"{module}.{S.module_name(a.name)}").rpartition(".")[0] for a in node.names}  # type: ignore[union-attr]
             if parents == {new_parent}:
                 changes = {node: node.with_changes(module=E.dotted_expression(new_parent))}
                 if new_member != member:
@@ -309,7 +311,7 @@ class DeprecatedAmpApi(Rule):
 
     def _new_module(self, dotted_name: str) -> str | None:
         """``torch.cuda.amp.autocast_mode.autocast`` -> ``torch.amp.autocast``; ``torch.cuda.amp`` -> ``torch.amp``."""
-        canonical = N.canonical(dotted_name)
+        canonical = API.canonical(dotted_name)
         if canonical in _MEMBERS:
             return f"torch.amp.{_MEMBERS[canonical][1]}"
         if canonical in _DEPRECATED_MODULES:
@@ -347,12 +349,7 @@ class DeprecatedAmpApi(Rule):
             for use in group.uses:
                 changes[use.target] = use.replacement
             new = _new_spelling(group.uses[0].qualname)
-            fix = self.safe_fix(f"Rewrite to `{new.split('(')[0]}`", changes, group=group.key)
+            fix = Fix.safe(f"Rewrite to `{new.split('(')[0]}`", changes, group=group.key)
         for use in group.uses:
             message = f"`{use.qualname}` is deprecated; use `{_new_spelling(use.qualname)}`"
-            yield self.violation(
-                use.ref.node,
-                message,
-                fix=fix,
-                no_fix_reason=None if fix else f"no fix: {use.reason or blocked}",
-            )
+            yield self.violation(use.ref.node, message, fix=fix or NoFix(f"no fix: {use.reason or blocked}"))

@@ -4,15 +4,17 @@ from typing import Iterator
 
 import libcst as cst
 
-from amplint import names as N
-from amplint.facts import CallSite, Event
+from amplint.semantic import syntax as S
+from amplint.amp import Event, EventKind
+from amplint.semantic import CallSite
+from amplint.fix import Fix, NoFix
 from amplint.model import FixSafety
 from amplint.rules.base import Invalid, Rule, Violation
 
 # Events that must not run under autocast.
-_OFFENDING = ("scale_backward", "backward", "autograd_backward", "autograd_grad", "optimizer_step", "scaler_step")
+_OFFENDING = (EventKind.SCALE_BACKWARD, EventKind.BACKWARD, EventKind.AUTOGRAD_BACKWARD, EventKind.AUTOGRAD_GRAD, EventKind.OPTIMIZER_STEP, EventKind.SCALER_STEP)
 # Events a moved tail may hold besides the offending ones.
-_STEP_EVENTS = frozenset(_OFFENDING) | {"update", "zero_grad", "clip", "unscale"} - {"autograd_grad"}
+_STEP_EVENTS = frozenset(_OFFENDING) | {EventKind.UPDATE, EventKind.ZERO_GRAD, EventKind.CLIP, EventKind.UNSCALE} - {EventKind.AUTOGRAD_GRAD}
 # Calls that only read or log a value (``loss.item()``, ``print(...)``, ``writer.add_scalar(...)``).
 _VALUE_CALLS = frozenset(
     {"item", "detach", "cpu", "float", "int", "round", "str", "format", "len", "get_last_lr", "get_lr", "get_scale",
@@ -25,7 +27,7 @@ _LOG_CALLS = frozenset(
 
 
 def _callee_last(call: cst.Call) -> str | None:
-    text = N.dotted(call.func)
+    text = S.dotted(call.func)
     if text is not None:
         return text.rsplit(".", 1)[-1]
     if isinstance(call.func, cst.Attribute):
@@ -137,29 +139,24 @@ class BackwardInAutocast(Rule):
             offending.append((event, innermost if isinstance(innermost, cst.With) else None))
         if not offending:
             return
-        plans: dict[cst.With, tuple[object, str | None]] = {}
+        plans: dict[cst.With, Fix | NoFix] = {}
         for event, with_node in offending:
             if with_node is not None and with_node not in plans:
                 plans[with_node] = self._plan(with_node, [e for e, w in offending if w is with_node])
-            fix, reason = plans[with_node] if with_node is not None else (None, "the region is a decorated function: move the backward and step out of it by hand")
+            fix = plans[with_node] if with_node is not None else NoFix("the region is a decorated function: move the backward and step out of it by hand")
             line = facts.position(regions_line_node(facts, event)).start.line
-            yield self.violation(
-                event.call,
-                self._message(event, line),
-                fix=fix,  # type: ignore[arg-type]
-                no_fix_reason=reason if fix is None else None,
-            )
+            yield self.violation(event.call, self._message(event, line), fix=fix)
 
     def _message(self, event: Event, line: int) -> str:
         what = {
-            "scale_backward": "Backward pass",
-            "backward": "Backward pass",
-            "autograd_backward": "`torch.autograd.backward`",
-            "autograd_grad": "`torch.autograd.grad`",
-            "optimizer_step": "Optimizer step",
-            "scaler_step": f"`{event.site.func_text or 'scaler.step'}()`",
+            EventKind.SCALE_BACKWARD: "Backward pass",
+            EventKind.BACKWARD: "Backward pass",
+            EventKind.AUTOGRAD_BACKWARD: "`torch.autograd.backward`",
+            EventKind.AUTOGRAD_GRAD: "`torch.autograd.grad`",
+            EventKind.OPTIMIZER_STEP: "Optimizer step",
+            EventKind.SCALER_STEP: f"`{event.site.func_text or 'scaler.step'}()`",
         }[event.kind]
-        if event.kind == "autograd_grad":
+        if event.kind == EventKind.AUTOGRAD_GRAD:
             return (
                 f"{what} runs inside the autocast region opened on line {line}; compute the gradients outside "
                 "autocast and re-enter it for the penalty term"
@@ -167,39 +164,36 @@ class BackwardInAutocast(Rule):
         return f"{what} runs inside the autocast region opened on line {line}; only the forward pass and the loss belong there"
 
     # -- the fix
-    def _plan(self, with_node: cst.With, events: list[Event]):
+    def _plan(self, with_node: cst.With, events: list[Event]) -> Fix | NoFix:
         facts = self.facts
         if len(with_node.items) != 1:
-            return None, "a multi-item `with`: move the backward and step after the block by hand"
+            return NoFix("a multi-item `with`: move the backward and step after the block by hand")
         body = with_node.body
         if not isinstance(body, cst.IndentedBlock):
-            return None, "a one-line `with` body"
+            return NoFix("a one-line `with` body")
         for event in events:
             regions = facts.enclosing_autocast(event.ctx)
             if len(regions) != 1 or regions[0].node is not with_node:
-                return None, "the statement is inside more than one autocast region"
+                return NoFix("the statement is inside more than one autocast region")
         statements = list(body.body)
         first = len(statements)
         for event in events:
             top = self._top_statement(event.ctx.stmt, body)
             if top is None:
-                return None, "the statement is nested in another block of the `with` body"
+                return NoFix("the statement is nested in another block of the `with` body")
             first = min(first, statements.index(top))
         head, tail = statements[:first], statements[first:]
         if not head:
-            return None, "the whole block would move: nothing would stay under autocast"
+            return NoFix("the whole block would move: nothing would stay under autocast")
         for stmt in tail:
             if not self._movable(stmt):
-                return None, f"the block goes on after the backward (line {facts.position(stmt).start.line}): move the backward and step after the block by hand"
+                return NoFix(f"the block goes on after the backward (line {facts.position(stmt).start.line}): move the backward and step after the block by hand")
         new_with = with_node.with_changes(body=body.with_changes(body=head))
         position = facts.position(with_node).start
-        return (
-            self.safe_fix(
-                "Move the backward pass and optimizer step after the autocast block",
-                {with_node: cst.FlattenSentinel([new_with, *tail])},
-                group=f"{self.code}:{position.line}:{position.column}",
-            ),
-            None,
+        return Fix.safe(
+            "Move the backward pass and optimizer step after the autocast block",
+            {with_node: cst.FlattenSentinel([new_with, *tail])},
+            group=f"{self.code}:{position.line}:{position.column}",
         )
 
     def _top_statement(self, stmt: cst.CSTNode | None, body: cst.IndentedBlock) -> cst.CSTNode | None:
@@ -247,7 +241,7 @@ class BackwardInAutocast(Rule):
         if last is None:
             return False
         if last == "step" and isinstance(call.func, cst.Attribute):
-            receiver = N.dotted(call.func.value) or ""
+            receiver = S.dotted(call.func.value) or ""
             return "sched" in receiver.rsplit(".", 1)[-1].lower()
         if last == "update":
             return ".item()" in facts.code(call)

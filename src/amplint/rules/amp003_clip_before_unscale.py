@@ -5,11 +5,13 @@ from typing import Iterator
 
 import libcst as cst
 
-from amplint.facts import Event
+from amplint.amp import Event, EventKind
+from amplint.fix import edits as E
+from amplint.fix import Fix, NoFix
 from amplint.model import FixSafety
 from amplint.rules.base import Invalid, Rule, Violation
 
-_BACKWARDS = ("backward", "autograd_backward")
+_BACKWARDS = (EventKind.BACKWARD, EventKind.AUTOGRAD_BACKWARD)
 
 
 def _branch_exclusive(a: Event, b: Event) -> bool:
@@ -138,7 +140,7 @@ class ClipBeforeUnscale(Rule):
         found: list[_Clip] = []
         for scope, events in facts.events_by_scope.items():
             for index, event in enumerate(events):
-                if event.kind != "clip":
+                if event.kind != EventKind.CLIP:
                     continue
                 clip = self._examine(event, events, index)
                 if clip is None:
@@ -146,41 +148,40 @@ class ClipBeforeUnscale(Rule):
                 found.append(clip)
                 plans.setdefault(clip.step, _StepPlan(clip.step)).clips.append(clip)
         for clip in found:
-            fix, reason = self._fix(plans[clip.step], clip)
+            fix = self._fix(plans[clip.step], clip)
             scaler = clip.step.scaler
             yield self.violation(
                 clip.event.call,
                 f"Gradients are clipped while still multiplied by the loss scale: call `{scaler}.unscale_(...)` "
                 f"before clipping (the scaler steps on line {facts.position(clip.step.call).start.line})",
                 fix=fix,
-                no_fix_reason=reason,
             )
 
     # -- deciding
     def _examine(self, clip: Event, events: list[Event], index: int) -> _Clip | None:
         facts = self.facts
-        step = next((e for e in events[index + 1:] if e.kind == "scaler_step"), None)
+        step = next((e for e in events[index + 1:] if e.kind == EventKind.SCALER_STEP), None)
         if step is None or step.scaler is None:
             return None
         if not facts.is_scaler(step.scaler) or facts.scaler_provably_disabled(step.scaler, step.ctx.scope):
             return None
         before = events[:index]
-        backward = next((e for e in reversed(before) if e.kind == "scale_backward" or e.kind in _BACKWARDS), None)
-        if backward is not None and backward.kind != "scale_backward":
+        backward = next((e for e in reversed(before) if e.kind == EventKind.SCALE_BACKWARD or e.kind in _BACKWARDS), None)
+        if backward is not None and backward.kind != EventKind.SCALE_BACKWARD:
             return None  # an unscaled backward: the gradients are not scaled (AMP008's business)
         if backward is None:
             # The backward runs in another method (``optimizer_step`` of a trainer class): only when
             # nothing in this file unscales this scaler elsewhere.
-            if any(e.kind == "unscale" and e.scaler == step.scaler for e in facts.events):
+            if any(e.kind == EventKind.UNSCALE and e.scaler == step.scaler for e in facts.events):
                 return None
-            if any(e.kind == "scale_backward" for e in events[index + 1:] if e.order < step.order):
+            if any(e.kind == EventKind.SCALE_BACKWARD for e in events[index + 1:] if e.order < step.order):
                 return None
         start = backward.order if backward is not None else -1
         optimizers = self._clipped_optimizers(clip, step, events)
         for event in before:
             if event.order <= start:
                 continue
-            if event.kind == "unscale" and not _branch_exclusive(event, clip):
+            if event.kind == EventKind.UNSCALE and not _branch_exclusive(event, clip):
                 if optimizers is None or event.optimizer is None or event.optimizer in optimizers:
                     return None
         if self._unscales_in_call_between(clip, start):
@@ -198,7 +199,7 @@ class ClipBeforeUnscale(Rule):
             if "unscale" in (site.func_text or facts.code(site.node.func)).lower():
                 return True
             for function in facts.called_functions(site):
-                if any(e.kind == "unscale" for e in facts.events_by_scope.get(function.scope, [])):
+                if any(e.kind == EventKind.UNSCALE for e in facts.events_by_scope.get(function.scope, [])):
                     return True
         return False
 
@@ -209,9 +210,9 @@ class ClipBeforeUnscale(Rule):
         for event in events:
             if event.order < step.order:
                 continue
-            if event.kind == "update" and event.scaler == step.scaler:
+            if event.kind == EventKind.UPDATE and event.scaler == step.scaler:
                 break
-            if event.kind == "scaler_step" and event.scaler == step.scaler:
+            if event.kind == EventKind.SCALER_STEP and event.scaler == step.scaler:
                 if event.optimizer is None:
                     return None
                 if event.optimizer not in candidates:
@@ -229,59 +230,50 @@ class ClipBeforeUnscale(Rule):
         return matched or None
 
     # -- fixing
-    def _insert_point(self, clip: _Clip) -> tuple[cst.CSTNode | None, str | None]:
+    def _insert_point(self, clip: _Clip) -> cst.CSTNode | NoFix:
+        """The statement to insert ``unscale_`` before: the clip's, or the loop it is nested in."""
         facts = self.facts
         event, step = clip.event, clip.step
         if clip.optimizers is None:
-            return None, "cannot tell which optimizer's gradients are clipped"
+            return NoFix("cannot tell which optimizer's gradients are clipped")
         step_branches = set(step.ctx.branches)
         if not step_branches <= set(event.ctx.branches):
-            return None, (
+            return NoFix(
                 "the step is conditional but the clip is not (gradient accumulation?): move the clip under the "
                 "step's condition and unscale_ before it"
             )
         if tuple(event.ctx.loops[: len(step.ctx.loops)]) != tuple(step.ctx.loops):
-            return None, "the clip and the step are in different loops"
+            return NoFix("the clip and the step are in different loops")
         target: cst.CSTNode | None = event.ctx.stmt
         extra = event.ctx.loops[len(step.ctx.loops):]
         if extra:
             target = extra[0].node
         if not isinstance(target, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
-            return None, "the clip is not a statement of its own"
+            return NoFix("the clip is not a statement of its own")
         located = facts.statement_block(target)
         if located is None or not isinstance(located[0], (cst.IndentedBlock, cst.Module)):
-            return None, "the clip is not a statement of its own"
-        return target, None
+            return NoFix("the clip is not a statement of its own")
+        return target
 
-    def _fix(self, plan: _StepPlan, clip: _Clip):
-        _, reason = self._insert_point(clip)
-        if reason is not None:
-            return None, reason
+    def _fix(self, plan: _StepPlan, clip: _Clip) -> Fix | NoFix:
+        own = self._insert_point(clip)
+        if isinstance(own, NoFix):
+            return own
         inserts: dict[cst.CSTNode, list[str]] = {}
         seen: set[str] = set()
         for other in sorted(plan.clips, key=lambda c: c.event.order):
-            point, other_reason = self._insert_point(other)
-            if other_reason is not None or point is None:
+            point = self._insert_point(other)
+            if isinstance(point, NoFix):
                 continue
             for optimizer in other.optimizers or ():
                 if optimizer not in seen:
                     seen.add(optimizer)
                     inserts.setdefault(point, []).append(optimizer)
         scaler = plan.step.scaler
-        changes = {}
-        for point, optimizers in inserts.items():
-            new = [cst.parse_statement(f"{scaler}.unscale_({optimizer})\n") for optimizer in optimizers]
-            first = new[0]
-            # comments above the clip stay above the inserted line
-            if hasattr(point, "leading_lines"):
-                new[0] = first.with_changes(leading_lines=point.leading_lines)  # type: ignore[attr-defined]
-                point = point
-                changes[point] = cst.FlattenSentinel([*new, point.with_changes(leading_lines=())])  # type: ignore[attr-defined]
-            else:
-                changes[point] = cst.FlattenSentinel([*new, point])
+        changes = {
+            point: E.insert_before(point, [cst.parse_statement(f"{scaler}.unscale_({o})\n") for o in optimizers])
+            for point, optimizers in inserts.items()
+        }
         names = ", ".join(f"`{scaler}.unscale_({o})`" for optimizers in inserts.values() for o in optimizers)
         position = self.facts.position(plan.step.call).start
-        return (
-            self.safe_fix(f"Insert {names} before clipping", changes, group=f"{self.code}:{position.line}:{position.column}"),
-            None,
-        )
+        return Fix.safe(f"Insert {names} before clipping", changes, group=f"{self.code}:{position.line}:{position.column}")

@@ -5,9 +5,10 @@ from typing import Iterator
 
 import libcst as cst
 
-from amplint import cstedit as E
-from amplint import names as N
-from amplint.facts import CallSite, Loop, Scope
+from amplint.fix import edits as E
+from amplint.semantic import syntax as S
+from amplint.semantic import CallSite, Loop, Scope
+from amplint.fix import Fix, NoFix
 from amplint.model import FixSafety
 from amplint.rules.base import Invalid, Rule, Violation
 
@@ -134,13 +135,11 @@ class ScalerInLoop(Rule):
             if loops is None:
                 continue  # inside a loop over independent runs
             if loops:
-                fix, reason = self._hoist(site, loops[0])
                 yield self.violation(
                     site.node,
                     f"GradScaler built inside the training loop on line {facts.position(loops[-1].node).start.line}: "
                     "its loss scale restarts every iteration; build it once before the loop",
-                    fix=fix,
-                    no_fix_reason=reason,
+                    fix=self._hoist(site, loops[0]),
                 )
                 continue
             if function is not None and self._per_step(function.scope):
@@ -148,7 +147,7 @@ class ScalerInLoop(Rule):
                     site.node,
                     f"GradScaler built in `{name}`, which runs once per step or epoch: its loss scale restarts each "
                     "call; build it once where the run is set up and pass it in",
-                    no_fix_reason="build the scaler where the model and optimizer are set up and pass it to this function",
+                    fix=NoFix("build the scaler where the model and optimizer are set up and pass it to this function"),
                 )
 
     # -- deciding
@@ -200,7 +199,7 @@ class ScalerInLoop(Rule):
             if assignment.ctx.scope is scope and isinstance(assignment.value, cst.Call):
                 built = any(t in facts.optimizer_builds for t in assignment.targets)
                 named = any(t in facts.optimizers for t in assignment.targets) and not (
-                    N.dotted(assignment.value.func) or ""
+                    S.dotted(assignment.value.func) or ""
                 ).endswith("optimizers")
                 if built or named:
                     return False
@@ -219,18 +218,18 @@ class ScalerInLoop(Rule):
         return False
 
     # -- fixing
-    def _hoist(self, site: CallSite, outer: Loop):
+    def _hoist(self, site: CallSite, outer: Loop) -> Fix | NoFix:
         facts = self.facts
         stmt = site.ctx.stmt
         if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1 or not isinstance(stmt.body[0], cst.Assign):
-            return None, "only a plain `scaler = GradScaler(...)` statement is moved automatically"
+            return NoFix("only a plain `scaler = GradScaler(...)` statement is moved automatically")
         assign = stmt.body[0]
         if assign.value is not site.node or len(assign.targets) != 1:
-            return None, "only a plain `scaler = GradScaler(...)` statement is moved automatically"
+            return NoFix("only a plain `scaler = GradScaler(...)` statement is moved automatically")
         target = facts.code(assign.targets[0].target).strip()
         for branch in site.ctx.branches:
             if facts.contains(outer.node, branch.node) and not (isinstance(branch.node, cst.Try) and branch.part == "body"):
-                return None, "the scaler is built under a condition inside the loop"
+                return NoFix("the scaler is built under a condition inside the loop")
         bound = facts.names_bound_in_loop(outer) - {target}
         for ref in facts.references:
             if ref.ctx.stmt is stmt and facts.contains(site.node, ref.node) and ref.node is not site.node.func:
@@ -238,23 +237,17 @@ class ScalerInLoop(Rule):
                     continue
                 parts = ref.parts
                 if any(".".join(parts[: i + 1]) in bound for i in range(len(parts))):
-                    return None, f"its arguments use `{facts.code(ref.node)}`, which the loop changes"
+                    return NoFix(f"its arguments use `{facts.code(ref.node)}`, which the loop changes")
         others = [
             a for a in facts.assignments_to(target, site.ctx.scope)
             if a.node is not assign and a.ctx.scope is site.ctx.scope and outer in a.ctx.loops
         ]
         if others:
-            return None, f"`{target}` is assigned again inside the loop"
+            return NoFix(f"`{target}` is assigned again inside the loop")
         located = facts.statement_block(stmt)
         if located is None or len(located[1]) < 2:
-            return None, "the statement is alone in its block"
+            return NoFix("the statement is alone in its block")
         if facts.statement_block(outer.node) is None:
-            return None, "the loop is not a statement of a block"
+            return NoFix("the loop is not a statement of a block")
         new_loop = E.replace_within(outer.node, {stmt: cst.RemovalSentinel.REMOVE})
-        return (
-            self.safe_fix(
-                "Build the GradScaler once, before the training loop",
-                {outer.node: cst.FlattenSentinel([stmt, new_loop])},
-            ),
-            None,
-        )
+        return Fix.safe("Build the GradScaler once, before the training loop", {outer.node: cst.FlattenSentinel([stmt, new_loop])})

@@ -5,9 +5,11 @@ from typing import Iterator
 
 import libcst as cst
 
-from amplint import cstedit as E
-from amplint import names as N
-from amplint.facts import CallSite, Context, Scope
+from amplint.fix import edits as E
+from amplint.amp import TRAINING_KINDS
+from amplint.semantic import syntax as S
+from amplint.semantic import CallSite, Context, Scope
+from amplint.fix import Fix
 from amplint.model import FixSafety
 from amplint.rules.base import Invalid, Rule, Violation
 
@@ -169,7 +171,7 @@ class WholeModelHalf(Rule):
         method = func.attr.value
         if method in ("half", "bfloat16") and not site.node.args:
             return ("float16" if method == "half" else "bfloat16"), []
-        if method != "to" or N.has_star_args(site.node):
+        if method != "to" or S.has_star_args(site.node):
             return None
         found: list[tuple[str, cst.Arg]] = []
         for index, arg in enumerate(site.node.args):
@@ -194,7 +196,7 @@ class WholeModelHalf(Rule):
             and receiver.func.attr.value in _MODULE_CHAIN
         ):
             receiver = receiver.func.value
-        base = N.dotted(receiver)
+        base = S.dotted(receiver)
         if base is not None:
             keys.append(base)
         stmt = site.ctx.stmt
@@ -203,7 +205,7 @@ class WholeModelHalf(Rule):
             if isinstance(small, (cst.Assign, cst.AnnAssign)) and small.value is not None and self._is_chain_of(small.value, site.node):
                 targets = small.targets if isinstance(small, cst.Assign) else [cst.AssignTarget(small.target)]
                 if len(targets) == 1:
-                    text = N.dotted(targets[0].target)
+                    text = S.dotted(targets[0].target)
                     if text is not None and text not in keys:
                         keys.append(text)
         return keys
@@ -240,7 +242,7 @@ class WholeModelHalf(Rule):
         return {
             e.ctx.scope
             for e in self.facts.events
-            if e.kind in ("scale_backward", "backward", "autograd_backward", "scaler_step", "optimizer_step")
+            if e.kind in TRAINING_KINDS
         }
 
     def _trained(self, key: str, cast: Context) -> bool:
@@ -261,7 +263,7 @@ class WholeModelHalf(Rule):
         for site in facts.calls:
             if site.ctx.scope is not cast.scope or site.ctx.order <= cast.order or facts.in_no_grad(site.ctx):
                 continue
-            if any(N.dotted(arg.value) == key for arg in site.node.args) and any(
+            if any(S.dotted(arg.value) == key for arg in site.node.args) and any(
                 f.scope in facts.training_functions for f in facts.called_functions(site)
             ):
                 return True
@@ -273,7 +275,7 @@ class WholeModelHalf(Rule):
         orders = [
             e.order
             for e in facts.events_by_scope.get(cast.scope, [])
-            if e.kind in ("scale_backward", "backward", "autograd_backward", "scaler_step", "optimizer_step")
+            if e.kind in TRAINING_KINDS
         ]
         for site in facts.calls:
             if site.ctx.scope is cast.scope and any(f.scope in facts.training_functions for f in facts.called_functions(site)):
@@ -306,8 +308,8 @@ class WholeModelHalf(Rule):
         """An always-enabled GradScaler built unconditionally where the cast can see it."""
         for info in self.facts.scalers.values():
             for site in info.constructions:
-                enabled = N.keyword_arg_value(site.node, "enabled")
-                if enabled is not None and N.bool_value(enabled) is not True:
+                enabled = S.keyword_arg_value(site.node, "enabled")
+                if enabled is not None and S.bool_value(enabled) is not True:
                     continue
                 if site.ctx.branches:
                     continue
@@ -381,19 +383,19 @@ class WholeModelHalf(Rule):
         stmt = site.ctx.stmt
         if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and replacement is func.value:
             small = stmt.body[0]
-            base = N.dotted(replacement)
+            base = S.dotted(replacement)
             redundant = base is not None and (
                 (isinstance(small, cst.Expr) and small.value is call)
                 or (
                     isinstance(small, cst.Assign)
                     and small.value is call
                     and len(small.targets) == 1
-                    and N.dotted(small.targets[0].target) == base
+                    and S.dotted(small.targets[0].target) == base
                 )
             )
             if redundant:
-                return self.unsafe_fix(message, {stmt: self._remove_statement(stmt)})
-        return self.unsafe_fix(message, {call: replacement})
+                return Fix.unsafe(message, {stmt: self._remove_statement(stmt)})
+        return Fix.unsafe(message, {call: replacement})
 
     def _remove_statement(self, stmt: cst.SimpleStatementLine):
         block = self.facts.statement_block(stmt)
@@ -410,7 +412,7 @@ class WholeModelHalf(Rule):
         fp16_args = [
             s for s in facts.calls
             if _HF_TRAINING_ARGS.search((s.func_text or "").rsplit(".", 1)[-1])
-            and N.bool_value(N.keyword_arg_value(s.node, "fp16")) is True
+            and S.bool_value(S.keyword_arg_value(s.node, "fp16")) is True
         ]
         if not fp16_args:
             return
@@ -419,11 +421,11 @@ class WholeModelHalf(Rule):
             if last in _PEFT_OR_QUANT or (s.func_text or "").startswith("PeftModel."):
                 return
         for site in loads:
-            if any(N.keyword_arg(site.node, k) is not None for k in ("load_in_8bit", "load_in_4bit", "quantization_config")):
+            if any(S.keyword_arg(site.node, k) is not None for k in ("load_in_8bit", "load_in_4bit", "quantization_config")):
                 continue
             dtype_arg = None
             for name in ("torch_dtype", "dtype"):
-                arg = N.keyword_arg(site.node, name)
+                arg = S.keyword_arg(site.node, name)
                 if arg is not None and (facts.qualname(arg.value, site.ctx.scope) or "") in ("torch.float16", "torch.half"):
                     dtype_arg = arg
             if dtype_arg is None:
@@ -436,7 +438,7 @@ class WholeModelHalf(Rule):
                 "`TrainingArguments(fp16=True)`: the Trainer's GradScaler raises `ValueError: Attempting to unscale FP16 "
                 "gradients.`. Load it in float32; fp16=True already runs the forward in float16"
             )
-            fix = self.unsafe_fix(f"Remove `{dtype_arg.keyword.value}=` from `from_pretrained`", {site.node: E.remove_arg(site.node, dtype_arg)})  # type: ignore[union-attr]
+            fix = Fix.unsafe(f"Remove `{dtype_arg.keyword.value}=` from `from_pretrained`", {site.node: E.remove_arg(site.node, dtype_arg)})  # type: ignore[union-attr]
             yield self.violation(site.node, message, fix=fix)
 
     def _assigned_to(self, site: CallSite) -> str | None:
@@ -444,14 +446,14 @@ class WholeModelHalf(Rule):
         if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign):
             assign = stmt.body[0]
             if assign.value is site.node and len(assign.targets) == 1:
-                return N.dotted(assign.targets[0].target)
+                return S.dotted(assign.targets[0].target)
         return None
 
     def _trained_by_trainer(self, key: str, load: Context) -> bool:
         for site in self.facts.calls:
             if not (site.func_text or "").endswith("Trainer") or not self._compatible(key, site.ctx, load):
                 continue
-            model = N.argument(site.node, 0, "model")
-            if model is not None and N.dotted(model) == key:
+            model = S.argument(site.node, 0, "model")
+            if model is not None and S.dotted(model) == key:
                 return True
         return False

@@ -5,9 +5,12 @@ from typing import Iterator
 
 import libcst as cst
 
-from amplint import cstedit as E
-from amplint import names as N
-from amplint.facts import Context, Event, is_optimizer_name
+from amplint.fix import edits as E
+from amplint.amp import EventKind, catalogue as API
+from amplint.semantic import syntax as S
+from amplint.amp import Event
+from amplint.semantic import Context
+from amplint.fix import Fix, NoFix
 from amplint.model import FixSafety
 from amplint.rules.base import SCALER_TRIGGERS, Invalid, Rule, Violation
 
@@ -230,8 +233,8 @@ class ScalerStateNotCheckpointed(Rule):
     # ------------------------------------------------------------------ check
     def check(self) -> Iterator[Violation]:
         facts = self.facts
-        saves = [e for e in facts.events if e.kind == "save"]
-        loads = [e for e in facts.events if e.kind == "load_state_dict"]
+        saves = [e for e in facts.events if e.kind == EventKind.SAVE]
+        loads = [e for e in facts.events if e.kind == EventKind.LOAD_STATE_DICT]
         reported: set[int] = set()
         for event in saves:
             violation = self._check_save(event, saves)
@@ -250,8 +253,8 @@ class ScalerStateNotCheckpointed(Rule):
     # -- save side
     def _checkpoint(self, event: Event) -> _Checkpoint | None:
         facts = self.facts
-        obj = N.argument(event.call, 0, "obj")
-        items = N.dict_items(obj)
+        obj = S.argument(event.call, 0, "obj")
+        items = S.dict_items(obj)
         if items is not None:
             return _Checkpoint(items=items, container=obj)
         if not isinstance(obj, cst.Name):
@@ -264,7 +267,7 @@ class ScalerStateNotCheckpointed(Rule):
         if not whole:
             return None
         last = whole[-1]
-        items = N.dict_items(last.value)
+        items = S.dict_items(last.value)
         if items is None or len(last.targets) != 1:
             return None
         if len(whole) > 1 and tuple(event.ctx.branches[: len(last.ctx.branches)]) != tuple(last.ctx.branches):
@@ -283,7 +286,7 @@ class ScalerStateNotCheckpointed(Rule):
             if site.ctx.scope is not scope or site.qualname == "torch.save" or not (last.ctx.order < site.ctx.order < event.order):
                 continue
             func = site.node.func
-            if isinstance(func, cst.Attribute) and N.dotted(func.value) == name and func.attr.value in ("update", "setdefault", "__setitem__"):
+            if isinstance(func, cst.Attribute) and S.dotted(func.value) == name and func.attr.value in ("update", "setdefault", "__setitem__"):
                 return None
             if any(isinstance(arg.value, cst.Name) and arg.value.value == name for arg in site.node.args):
                 return None
@@ -295,8 +298,8 @@ class ScalerStateNotCheckpointed(Rule):
         if key and key != "**" and "optim" in key.lower():
             return True
         if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "state_dict":
-            receiver = N.dotted(value.func.value)
-            if receiver is not None and (self.facts.is_optimizer(receiver) or is_optimizer_name(receiver)):
+            receiver = S.dotted(value.func.value)
+            if receiver is not None and (self.facts.is_optimizer(receiver) or API.is_optimizer_name(receiver)):
                 return True
         return False
 
@@ -304,7 +307,7 @@ class ScalerStateNotCheckpointed(Rule):
         if key and key != "**" and ("model" in key.lower() or key in ("state_dict", "net", "network")):
             return True
         if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "state_dict":
-            receiver = N.dotted(value.func.value)
+            receiver = S.dotted(value.func.value)
             return receiver is not None and any(receiver == k for k, _ in self.facts.optimized_modules)
         return False
 
@@ -334,17 +337,16 @@ class ScalerStateNotCheckpointed(Rule):
             f"({names} is in scope): a resumed run restarts at scale 65536 and skips steps until it backs off again. "
             f"Save `{scalers[0]}.state_dict()` with it"
         )
-        fix, reason = self._save_fix(event, checkpoint, scalers, optimizer_keys)
-        return self.violation(event.call, message, fix=fix, no_fix_reason=reason)
+        return self.violation(event.call, message, fix=self._save_fix(event, checkpoint, scalers, optimizer_keys))
 
-    def _save_fix(self, event: Event, checkpoint: _Checkpoint, scalers: list[str], optimizer_keys: list[str | None]):
+    def _save_fix(self, event: Event, checkpoint: _Checkpoint, scalers: list[str], optimizer_keys: list[str | None]) -> Fix | NoFix:
         if len(scalers) != 1:
-            return None, "several scalers are in scope"
+            return NoFix("several scalers are in scope")
         scaler = scalers[0]
         if self._maybe_none(scaler, event.ctx):
-            return None, f"`{scaler}` may be None here"
+            return NoFix(f"`{scaler}` may be None here")
         if (self._scaler_order(scaler, event.ctx) or 0) > event.order:
-            return None, f"`{scaler}` is created after this save"
+            return NoFix(f"`{scaler}` is created after this save")
         styled = _styled_key(next((k for k in optimizer_keys if k), None))
         keys = _key_nodes(checkpoint.items)
         q = _quote(keys[0] if keys else None)
@@ -359,15 +361,15 @@ class ScalerStateNotCheckpointed(Rule):
                 target = subscripts[0].node.targets[0].target if subscripts and isinstance(subscripts[0].node, cst.Assign) else None
                 q = _quote(target.slice[0].slice.value) if isinstance(target, cst.Subscript) and isinstance(target.slice[0].slice, cst.Index) else q
                 new = cst.parse_statement(f'{checkpoint.variable}[{q}{styled}{q}] = {scaler}.state_dict()\n')
-                return self.safe_fix(message, {stmt: cst.FlattenSentinel([stmt, new])}), None
-            return None, "the checkpoint is built in a statement the fix cannot extend"
+                return Fix.safe(message, {stmt: cst.FlattenSentinel([stmt, new])})
+            return NoFix("the checkpoint is built in a statement the fix cannot extend")
         if isinstance(container, cst.Dict):
-            return self.safe_fix(message, {container: self._append_element(container, f"{q}{styled}{q}", value)}), None
+            return Fix.safe(message, {container: self._append_element(container, f"{q}{styled}{q}", value)})
         if isinstance(container, cst.Call):
             if not styled.isidentifier():
-                return None, "the key is not a valid keyword"
-            return self.safe_fix(message, {container: E.insert_arg(container, len(container.args), E.keyword(styled, value))}), None
-        return None, "the checkpoint dict is not visible here"
+                return NoFix("the key is not a valid keyword")
+            return Fix.safe(message, {container: E.insert_arg(container, len(container.args), E.keyword(styled, value))})
+        return NoFix("the checkpoint dict is not visible here")
 
     @staticmethod
     def _append_element(node: cst.Dict, key: str, value: cst.BaseExpression) -> cst.Dict:
@@ -392,7 +394,7 @@ class ScalerStateNotCheckpointed(Rule):
         receiver = event.receiver
         if receiver is None or facts.is_scaler(receiver):
             return None
-        if not (event.optimizer is not None or is_optimizer_name(receiver)):
+        if not (event.optimizer is not None or API.is_optimizer_name(receiver)):
             return None
         scalers = self._scalers_in_scope(event.ctx)
         if not scalers:
@@ -419,8 +421,7 @@ class ScalerStateNotCheckpointed(Rule):
             f"The optimizer state is restored here but the GradScaler's is not ({names} is in scope and "
             "`load_state_dict` is never called on it): the resumed run restarts at scale 65536 and skips steps"
         )
-        fix, reason = self._load_fix(event, scalers)
-        return self.violation(event.call, message, fix=fix, no_fix_reason=reason)
+        return self.violation(event.call, message, fix=self._load_fix(event, scalers))
 
     def _mentions_scaler_args(self, call: cst.Call, scalers: list[str]) -> bool:
         return any(self._mentions_scaler(arg.value, scalers) for arg in call.args)
@@ -428,7 +429,7 @@ class ScalerStateNotCheckpointed(Rule):
     def _saved_scaler_key(self, scaler: str, optimizer_key: str) -> str | None:
         """The literal key under which this file saves ``scaler``'s state next to ``optimizer_key``."""
         for event in self.facts.events:
-            if event.kind != "save":
+            if event.kind != EventKind.SAVE:
                 continue
             checkpoint = self._checkpoint(event)
             if checkpoint is None or not any(key == optimizer_key for key, _, _ in checkpoint.items):
@@ -444,27 +445,27 @@ class ScalerStateNotCheckpointed(Rule):
                     return key
         return None
 
-    def _load_fix(self, event: Event, scalers: list[str]):
+    def _load_fix(self, event: Event, scalers: list[str]) -> Fix | NoFix:
         if len(scalers) != 1:
-            return None, "several scalers are in scope"
+            return NoFix("several scalers are in scope")
         scaler = scalers[0]
         if self._maybe_none(scaler, event.ctx):
-            return None, f"`{scaler}` may be None here"
+            return NoFix(f"`{scaler}` may be None here")
         if (self._scaler_order(scaler, event.ctx) or 0) > event.order:
-            return None, f"`{scaler}` is created after the optimizer is restored"
-        args = N.positional_args(event.call)
-        arg = args[0].value if args else N.keyword_arg_value(event.call, "state_dict")
+            return NoFix(f"`{scaler}` is created after the optimizer is restored")
+        args = S.positional_args(event.call)
+        arg = args[0].value if args else S.keyword_arg_value(event.call, "state_dict")
         checkpoint, optimizer_key = None, None
         if isinstance(arg, cst.Subscript) and len(arg.slice) == 1 and isinstance(arg.slice[0].slice, cst.Index):
-            checkpoint = N.dotted(arg.value)
-            optimizer_key = N.string_value(arg.slice[0].slice.value)
+            checkpoint = S.dotted(arg.value)
+            optimizer_key = S.string_value(arg.slice[0].slice.value)
         if checkpoint is None or optimizer_key is None:
-            return None, "the checkpoint the optimizer state comes from is not a `ckpt[\"key\"]` lookup"
+            return NoFix("the checkpoint the optimizer state comes from is not a `ckpt[\"key\"]` lookup")
         stmt = event.ctx.stmt
         if not isinstance(stmt, cst.SimpleStatementLine) or self.facts.statement_block(stmt) is None:
-            return None, "the optimizer is restored in a statement the fix cannot follow"
+            return NoFix("the optimizer is restored in a statement the fix cannot follow")
         key = self._saved_scaler_key(scaler, optimizer_key) or _styled_key(optimizer_key)
         q = _quote(arg.slice[0].slice.value)
         new = cst.parse_statement(f"if {q}{key}{q} in {checkpoint}:\n    {scaler}.load_state_dict({checkpoint}[{q}{key}{q}])\n")
         message = f'Restore `{scaler}` from {checkpoint}["{key}"] after the optimizer'
-        return self.safe_fix(message, {stmt: cst.FlattenSentinel([stmt, new])}), None
+        return Fix.safe(message, {stmt: cst.FlattenSentinel([stmt, new])})

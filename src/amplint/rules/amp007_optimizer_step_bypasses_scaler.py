@@ -4,7 +4,8 @@ from typing import Iterator
 
 import libcst as cst
 
-from amplint.facts import Event
+from amplint.amp import BACKWARD_KINDS, Event, EventKind
+from amplint.fix import Fix, NoFix
 from amplint.model import FixSafety
 from amplint.rules.base import Invalid, Rule, Violation
 
@@ -121,7 +122,7 @@ class OptimizerStepBypassesScaler(Rule):
         facts = self.facts
         for events in facts.events_by_scope.values():
             for event in events:
-                if event.kind != "optimizer_step" or event.call.args:
+                if event.kind != EventKind.OPTIMIZER_STEP or event.call.args:
                     continue  # ``optimizer.step(closure)``: LBFGS-style, the closure owns the backward
                 backwards = self._scaled_backwards(event, events)
                 if not backwards:
@@ -138,7 +139,7 @@ class OptimizerStepBypassesScaler(Rule):
                     f"use `{scalers[0]}.step({optimizer})`"
                 )
                 if scaler is None:
-                    yield self.violation(event.call, message, no_fix_reason="backwards through several scalers reach this step")
+                    yield self.violation(event.call, message, fix=NoFix("backwards through several scalers reach this step"))
                     continue
                 func = event.call.func
                 assert isinstance(func, cst.Attribute)
@@ -146,7 +147,7 @@ class OptimizerStepBypassesScaler(Rule):
                     func=cst.Attribute(value=cst.parse_expression(scaler), attr=cst.Name("step")),
                     args=[cst.Arg(value=func.value)],
                 )
-                fix = self.safe_fix(f"Replace with `{scaler}.step({optimizer})`", {event.call: replacement})
+                fix = Fix.safe(f"Replace with `{scaler}.step({optimizer})`", {event.call: replacement})
                 yield self.violation(event.call, message, fix=fix)
 
     def _scaled_backwards(self, step: Event, events: list[Event]) -> list[Event]:
@@ -163,13 +164,13 @@ class OptimizerStepBypassesScaler(Rule):
             if event.order >= step.order or not facts.on_path(event.ctx, step.ctx):
                 continue
             kind = event.kind
-            if kind in ("update", "zero_grad"):
+            if kind in (EventKind.UPDATE, EventKind.ZERO_GRAD):
                 break
-            if kind in ("optimizer_step", "scaler_step") and event.optimizer == step.optimizer:
+            if kind in (EventKind.OPTIMIZER_STEP, EventKind.SCALER_STEP) and event.optimizer == step.optimizer:
                 break
-            if kind == "unscale" and event.optimizer == step.optimizer:
+            if kind == EventKind.UNSCALE and event.optimizer == step.optimizer:
                 return []
-            if kind in facts.BACKWARD_KINDS:
+            if kind in BACKWARD_KINDS:
                 scaler = facts.backward_scaler(event)
                 if scaler is None:
                     plain.append(event)

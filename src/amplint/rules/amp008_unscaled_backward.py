@@ -4,9 +4,10 @@ from typing import Iterator
 
 import libcst as cst
 
-from amplint import cstedit as E
-from amplint import names as N
-from amplint.facts import Event
+from amplint.fix import edits as E
+from amplint.semantic import syntax as S
+from amplint.amp import BACKWARD_KINDS, Event, EventKind
+from amplint.fix import Fix, NoFix
 from amplint.model import FixSafety
 from amplint.rules.base import SCALER_TRIGGERS, Invalid, Rule, Violation
 
@@ -123,10 +124,10 @@ class UnscaledBackward(Rule):
         for events in facts.events_by_scope.values():
             merged: set[int] = set()  # backwards folded into a discarded-scale finding
             for event in events:
-                if event.kind == "scale" and event.site.is_expression_statement:
+                if event.kind == EventKind.SCALE and event.site.is_expression_statement:
                     yield self._discarded_scale(event, events, merged)
             for event in events:
-                if event.kind == "backward" and id(event) not in merged:
+                if event.kind == EventKind.BACKWARD and id(event) not in merged:
                     violation = self._unscaled_backward(event, events)
                     if violation is not None:
                         yield violation
@@ -135,7 +136,7 @@ class UnscaledBackward(Rule):
     def _discarded_scale(self, event: Event, events: list[Event], merged: set[int]) -> Violation:
         facts = self.facts
         call = event.call
-        args = N.positional_args(call)
+        args = S.positional_args(call)
         message = (
             f"`{facts.code(call)}` discards its result: `scale` returns a new tensor and leaves the loss "
             f"unscaled; call `.backward()` on it"
@@ -147,7 +148,7 @@ class UnscaledBackward(Rule):
             target = facts.code(_bare(args[0].value)).strip()
             for other in events:
                 if (
-                    other.kind == "backward"
+                    other.kind == EventKind.BACKWARD
                     and other.ctx.stmt is nxt
                     and other.site.is_expression_statement
                     and isinstance(other.call.func, cst.Attribute)
@@ -155,12 +156,12 @@ class UnscaledBackward(Rule):
                 ):
                     backward = other
         if backward is None:
-            return self.violation(call, message, no_fix_reason="no `.backward()` on the same tensor follows directly")
+            return self.violation(call, message, fix=NoFix("no `.backward()` on the same tensor follows directly"))
         merged.add(id(backward))
         func = backward.call.func
         assert isinstance(func, cst.Attribute)
         new_call = backward.call.with_changes(func=func.with_changes(value=call))
-        fix = self.safe_fix(
+        fix = Fix.safe(
             f"Merge into `{facts.code(call)}.backward()`",
             {stmt: cst.RemovalSentinel.REMOVE, backward.call: new_call},  # type: ignore[dict-item]
         )
@@ -182,7 +183,7 @@ class UnscaledBackward(Rule):
     def _unscaled_backward(self, event: Event, events: list[Event]) -> Violation | None:
         facts = self.facts
         call = event.call
-        if N.positional_args(call) or N.has_star_args(call):
+        if S.positional_args(call) or S.has_star_args(call):
             return None  # ``accelerator.backward(loss)`` / ``x.backward(grad)``: a wrapper or a vector-Jacobian product
         if facts.backward_scaler(event) is not None:
             return None
@@ -213,7 +214,7 @@ class UnscaledBackward(Rule):
             func=cst.Attribute(value=cst.parse_expression(scaler), attr=cst.Name("scale")),
             args=[cst.Arg(value=_bare(func.value))],
         )
-        fix = self.safe_fix(
+        fix = Fix.safe(
             f"Replace with `{scaler}.scale(...).backward()`", {call: call.with_changes(func=func.with_changes(value=scale_call))}
         )
         return self.violation(call, message, fix=fix)
@@ -225,9 +226,9 @@ class UnscaledBackward(Rule):
         for event in events:
             if event.order <= backward.order or not facts.on_path(event.ctx, backward.ctx):
                 continue
-            if event.kind == "scaler_step":
+            if event.kind == EventKind.SCALER_STEP:
                 return event
-            if event.kind in facts.BACKWARD_KINDS or event.kind in ("optimizer_step", "update", "zero_grad"):
+            if event.kind in BACKWARD_KINDS or event.kind in (EventKind.OPTIMIZER_STEP, EventKind.UPDATE, EventKind.ZERO_GRAD):
                 return None
         return None
 
@@ -239,8 +240,8 @@ class UnscaledBackward(Rule):
         for event in events:
             if event.order >= backward.order:
                 break
-            if event.kind == "scale" and event.site.is_expression_statement and facts.on_path(event.ctx, backward.ctx):
-                args = N.positional_args(event.call)
+            if event.kind == EventKind.SCALE and event.site.is_expression_statement and facts.on_path(event.ctx, backward.ctx):
+                args = S.positional_args(event.call)
                 if args and facts.code(_bare(args[0].value)).strip() == target:
                     return True
         return False

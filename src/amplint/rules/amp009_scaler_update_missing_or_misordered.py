@@ -5,8 +5,10 @@ from typing import Iterator
 
 import libcst as cst
 
-from amplint import cstedit as E
-from amplint.facts import Event, FileFacts, Loop
+from amplint.fix import edits as E
+from amplint.amp import BACKWARD_KINDS, Event, EventKind, FileFacts
+from amplint.semantic import Loop
+from amplint.fix import Fix, NoFix
 from amplint.model import FixSafety
 from amplint.rules.base import SCALER_TRIGGERS, Invalid, Rule, Violation
 
@@ -28,7 +30,7 @@ def iteration_of(facts: FileFacts, event: Event) -> Iteration | None:
         return Iteration(loop, [e for e in scope_events if loop in e.ctx.loops])
     if any(l in facts.backward_loops for l in event.ctx.loops):
         return None
-    has_backward = any(e.kind in facts.BACKWARD_KINDS and e.order < event.order for e in scope_events)
+    has_backward = any(e.kind in BACKWARD_KINDS and e.order < event.order for e in scope_events)
     if not has_backward:
         return None
     return Iteration(None, list(scope_events))
@@ -36,36 +38,6 @@ def iteration_of(facts: FileFacts, event: Event) -> Iteration | None:
 
 def same_iteration(facts: FileFacts, a: Event, b: Event) -> bool:
     return a.ctx.scope is b.ctx.scope and facts.iteration_loop(a.ctx) is facts.iteration_loop(b.ctx)
-
-
-def insert_after(stmt: cst.CSTNode, new: cst.CSTNode) -> cst.FlattenSentinel:
-    return cst.FlattenSentinel([stmt, new])  # type: ignore[list-item]
-
-
-def movable_statement(facts: FileFacts, event: Event) -> cst.CSTNode | None:
-    """The statement holding ``event`` when it can be moved away: one simple statement that is
-    not the only statement of its block."""
-    stmt = event.ctx.stmt
-    if not E.single_simple_statement(stmt):
-        return None
-    assert isinstance(stmt, cst.SimpleStatementLine)
-    if not isinstance(stmt.body[0], cst.Expr) or stmt.body[0].value is not event.call:
-        return None
-    found = facts.statement_block(stmt)
-    if found is None or len(found[1]) < 2:
-        return None
-    return stmt
-
-
-def anchor_statement(event: Event) -> cst.CSTNode | None:
-    """The statement after which an ``update()`` can go: a plain ``scaler.step(opt)`` line."""
-    stmt = event.ctx.stmt
-    if not E.single_simple_statement(stmt):
-        return None
-    assert isinstance(stmt, cst.SimpleStatementLine)
-    if isinstance(stmt.body[0], (cst.Return, cst.Raise)):
-        return None
-    return stmt
 
 
 class ScalerUpdateMissingOrMisordered(Rule):
@@ -190,14 +162,14 @@ class ScalerUpdateMissingOrMisordered(Rule):
         reported_updates: set[int] = set()
         for events in facts.events_by_scope.values():
             for event in events:
-                if event.kind == "update" and event.scaler is not None and not self._disabled(event.scaler):
+                if event.kind == EventKind.UPDATE and event.scaler is not None and not self._disabled(event.scaler):
                     violation = self._misordered_update(event, events)
                     if violation is not None:
                         reported_updates.add(id(event))
                         yield violation
             done: set[tuple[str, int]] = set()
             for event in events:
-                if event.kind == "scaler_step" and event.scaler is not None and not self._disabled(event.scaler):
+                if event.kind == EventKind.SCALER_STEP and event.scaler is not None and not self._disabled(event.scaler):
                     violation = self._missing_update(event, done)
                     if violation is not None:
                         yield violation
@@ -212,9 +184,9 @@ class ScalerUpdateMissingOrMisordered(Rule):
         scaler = update.scaler
         steps = [
             e for e in events
-            if e.kind == "scaler_step" and e.scaler == scaler and same_iteration(facts, e, update) and facts.on_path(e.ctx, update.ctx)
+            if e.kind == EventKind.SCALER_STEP and e.scaler == scaler and same_iteration(facts, e, update) and facts.on_path(e.ctx, update.ctx)
         ]
-        if not steps or facts.iteration_loop(update.ctx) is None and not any(e.kind in facts.BACKWARD_KINDS for e in events):
+        if not steps or facts.iteration_loop(update.ctx) is None and not any(e.kind in BACKWARD_KINDS for e in events):
             return None
         before = [s for s in steps if s.order < update.order]
         after = [s for s in steps if s.order > update.order]
@@ -223,7 +195,7 @@ class ScalerUpdateMissingOrMisordered(Rule):
         # A scaled backward between this update and the next step starts a new cycle (a GAN with one
         # scaler: scale/step/update for D, then scale/step/update for G): correct.
         if any(
-            e.kind in facts.BACKWARD_KINDS and update.order < e.order < after[0].order and facts.on_path(e.ctx, update.ctx)
+            e.kind in BACKWARD_KINDS and update.order < e.order < after[0].order and facts.on_path(e.ctx, update.ctx)
             for e in events
         ):
             return None
@@ -249,30 +221,28 @@ class ScalerUpdateMissingOrMisordered(Rule):
                 f"`{scaler}.step({after[0].optimizer})` (line {facts.position(after[0].call).start.line}): it changes "
                 f"the scale while the second optimizer's gradients carry the old one; update once after the last step"
             )
-        return self.violation(update.call, message, **self._move_fix(update, steps, events))
+        return self.violation(update.call, message, fix=self._move_fix(update, steps, events))
 
-    def _move_fix(self, update: Event, steps: list[Event], events: list[Event]) -> dict:
+    def _move_fix(self, update: Event, steps: list[Event], events: list[Event]) -> Fix | NoFix:
         facts = self.facts
         last = steps[-1]
-        stmt = movable_statement(facts, update)
-        anchor = anchor_statement(last)
+        stmt = E.movable_statement(facts, update)
+        anchor = E.anchor_statement(last)
         if stmt is None or anchor is None:
-            return {"no_fix_reason": "the update or the step is not a plain statement of its own"}
+            return NoFix("the update or the step is not a plain statement of its own")
         later = [
             e for e in events
-            if e.kind == "update" and e.scaler == update.scaler and e.order > last.order and facts.on_path(e.ctx, last.ctx)
+            if e.kind == EventKind.UPDATE and e.scaler == update.scaler and e.order > last.order and facts.on_path(e.ctx, last.ctx)
             and same_iteration(facts, e, last)
         ]
         if later:
-            fix = self.safe_fix(f"Remove this `{update.scaler}.update()` (one follows the last step)", {stmt: cst.RemovalSentinel.REMOVE})
-            return {"fix": fix}
+            return Fix.safe(f"Remove this `{update.scaler}.update()` (one follows the last step)", {stmt: cst.RemovalSentinel.REMOVE})
         if not all(facts.on_path(s.ctx, last.ctx) and facts.statement_block(s.ctx.stmt) == facts.statement_block(anchor) for s in steps if s.ctx.stmt is not None):
-            return {"no_fix_reason": "the steps sit in different blocks"}
-        fix = self.safe_fix(
+            return NoFix("the steps sit in different blocks")
+        return Fix.safe(
             f"Move `{update.scaler}.update()` after the last `{update.scaler}.step(...)`",
-            {stmt: cst.RemovalSentinel.REMOVE, anchor: insert_after(anchor, E.movable(stmt))},
+            {stmt: cst.RemovalSentinel.REMOVE, anchor: E.insert_after(anchor, E.movable(stmt))},
         )
-        return {"fix": fix}
 
     # -- step() with no update() after it
     def _missing_update(self, step: Event, done: set[tuple[str, int]]) -> Violation | None:
@@ -287,10 +257,10 @@ class ScalerUpdateMissingOrMisordered(Rule):
             return None
         steps = [
             e for e in iteration.events
-            if e.kind == "scaler_step" and e.scaler == scaler and facts.on_path(e.ctx, step.ctx)
+            if e.kind == EventKind.SCALER_STEP and e.scaler == scaler and facts.on_path(e.ctx, step.ctx)
         ]
-        updates = [e for e in iteration.events if e.kind == "update" and facts.on_path(e.ctx, step.ctx)]
-        stepped_keys = {e.scaler for e in iteration.events if e.kind == "scaler_step"}
+        updates = [e for e in iteration.events if e.kind == EventKind.UPDATE and facts.on_path(e.ctx, step.ctx)]
+        stepped_keys = {e.scaler for e in iteration.events if e.kind == EventKind.SCALER_STEP}
         if any(u.scaler == scaler or u.scaler not in stepped_keys for u in updates):
             return None  # an update in the iteration (a misplaced one is reported at the update)
         if self._update_reached_elsewhere(step, iteration):
@@ -305,28 +275,28 @@ class ScalerUpdateMissingOrMisordered(Rule):
             f"never adapts and the next `{scaler}.step(...)` raises `RuntimeError: step() has already been "
             f"called since the last update().`"
         )
-        anchor = anchor_statement(last)
+        anchor = E.anchor_statement(last)
         if anchor is None:
-            return self.violation(step.call, message, no_fix_reason="the step is not a plain statement of its own")
+            return self.violation(step.call, message, fix=NoFix("the step is not a plain statement of its own"))
         if not all(facts.statement_block(s.ctx.stmt) == facts.statement_block(anchor) for s in steps if s.ctx.stmt is not None):
-            return self.violation(step.call, message, no_fix_reason="the steps sit in different blocks")
+            return self.violation(step.call, message, fix=NoFix("the steps sit in different blocks"))
         outside = [
             e for e in facts.events_by_scope.get(step.ctx.scope, [])
-            if e.kind == "update" and e.scaler == scaler and e.order > last.order and e not in iteration.events
+            if e.kind == EventKind.UPDATE and e.scaler == scaler and e.order > last.order and e not in iteration.events
         ]
         if outside:
             # ``scaler.update()`` once per epoch after the batch loop: move it into the iteration
             # (inserting a second one would make the epoch-level one assert).
-            stmt = movable_statement(facts, outside[0]) if len(outside) == 1 else None
+            stmt = E.movable_statement(facts, outside[0]) if len(outside) == 1 else None
             if stmt is None:
-                return self.violation(step.call, message, no_fix_reason="an update() after the loop must move into it")
-            fix = self.safe_fix(
+                return self.violation(step.call, message, fix=NoFix("an update() after the loop must move into it"))
+            fix = Fix.safe(
                 f"Move `{scaler}.update()` after the last step of the iteration",
-                {stmt: cst.RemovalSentinel.REMOVE, anchor: insert_after(anchor, E.movable(stmt))},
+                {stmt: cst.RemovalSentinel.REMOVE, anchor: E.insert_after(anchor, E.movable(stmt))},
             )
             return self.violation(step.call, message, fix=fix)
         new = E.parse_statement(f"{scaler}.update()\n")
-        fix = self.safe_fix(f"Insert `{scaler}.update()` after the last step", {anchor: insert_after(anchor, new)})
+        fix = Fix.safe(f"Insert `{scaler}.update()` after the last step", {anchor: E.insert_after(anchor, new)})
         return self.violation(step.call, message, fix=fix)
 
     def _update_reached_elsewhere(self, step: Event, iteration: Iteration) -> bool:
@@ -349,7 +319,7 @@ class ScalerUpdateMissingOrMisordered(Rule):
             # A same-file caller updates after calling this function (composer's retry loop around
             # ``_train_batch``; a ``train_step`` whose caller owns the update).
             for event in facts.events_by_scope.get(site.ctx.scope, []):
-                if event.kind == "update" and event.order > site.ctx.order:
+                if event.kind == EventKind.UPDATE and event.order > site.ctx.order:
                     return True
             if any(s.ctx.scope is site.ctx.scope and s.ctx.order > site.ctx.order and facts.calls_into(s, facts.updating_functions) for s in facts.calls):
                 return True

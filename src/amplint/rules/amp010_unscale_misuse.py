@@ -2,7 +2,8 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from amplint.facts import Event
+from amplint.amp import Event, EventKind
+from amplint.fix import NoFix
 from amplint.model import FixSafety
 from amplint.rules.base import Rule, Violation
 
@@ -113,19 +114,19 @@ class UnscaleMisuse(Rule):
         facts = self.facts
         for events in facts.events_by_scope.values():
             for event in events:
-                if event.kind != "unscale" or event.scaler is None or event.optimizer is None:
+                if event.kind != EventKind.UNSCALE or event.scaler is None or event.optimizer is None:
                     continue
                 info = facts.scalers.get(event.scaler)
                 if info is not None and info.provably_disabled:
                     continue
                 message = self._twice(event, events) or self._after_step(event, events) or self._per_microbatch(event, events)
                 if message:
-                    yield self.violation(event.call, message, no_fix_reason="choose which call to keep")
+                    yield self.violation(event.call, message, fix=NoFix("choose which call to keep"))
 
     def _no_update_between(self, first: Event, second: Event, events: list[Event]) -> bool:
         facts = self.facts
         return not any(
-            e.kind == "update"
+            e.kind == EventKind.UPDATE
             and e.scaler == second.scaler
             and first.order < e.order < second.order
             and facts.on_path(e.ctx, first.ctx)
@@ -139,7 +140,7 @@ class UnscaleMisuse(Rule):
             if earlier.order >= event.order:
                 break
             if (
-                earlier.kind == "unscale"
+                earlier.kind == EventKind.UNSCALE
                 and earlier.scaler == event.scaler
                 and earlier.optimizer == event.optimizer
                 and facts.on_path(earlier.ctx, event.ctx)
@@ -167,7 +168,7 @@ class UnscaleMisuse(Rule):
             if earlier.order >= event.order:
                 break
             if (
-                earlier.kind == "scaler_step"
+                earlier.kind == EventKind.SCALER_STEP
                 and earlier.scaler == event.scaler
                 and earlier.optimizer == event.optimizer
                 and facts.on_path(earlier.ctx, event.ctx)
@@ -191,7 +192,7 @@ class UnscaleMisuse(Rule):
         if any(name in l.target_names for l in event.ctx.loops):
             return None
         scaler = event.scaler
-        updates = [e for e in events if e.kind == "update" and e.scaler == scaler and facts.on_path(e.ctx, event.ctx)]
+        updates = [e for e in events if e.kind == EventKind.UPDATE and e.scaler == scaler and facts.on_path(e.ctx, event.ctx)]
         inside = [u for u in updates if loop in u.ctx.loops]
         if not inside:
             outside_after = [u for u in updates if u.order > event.order]

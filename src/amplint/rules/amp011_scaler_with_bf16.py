@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from amplint import names as N
+from amplint.semantic import syntax as S
 from amplint.model import FixSafety, Severity
 from amplint.rules.base import Rule, Violation
 
@@ -88,10 +88,10 @@ class ScalerWithBf16(Rule):
             return
         for info in facts.scalers.values():
             for site in info.constructions:
-                if N.has_star_args(site.node) or len(N.positional_args(site.node)) > 2:
+                if S.has_star_args(site.node) or len(S.positional_args(site.node)) > 2:
                     continue
-                enabled = N.keyword_arg_value(site.node, "enabled")
-                if enabled is not None and N.bool_value(enabled) is not True:
+                enabled = S.keyword_arg_value(site.node, "enabled")
+                if enabled is not None and S.bool_value(enabled) is not True:
                     continue
                 yield self.violation(
                     site.node,

@@ -4,10 +4,11 @@ from typing import Iterator
 
 import libcst as cst
 
-from amplint import cstedit as E
-from amplint.facts import Branch, Event
+from amplint.fix import edits as E
+from amplint.amp import Event, EventKind
+from amplint.semantic import Branch
+from amplint.fix import Fix, NoFix
 from amplint.model import FixSafety
-from amplint.rules.amp009_scaler_update_missing_or_misordered import anchor_statement, insert_after, movable_statement
 from amplint.rules.base import SCALER_TRIGGERS, Invalid, Rule, Violation
 
 
@@ -115,7 +116,7 @@ class UpdatePerMicrobatch(Rule):
         facts = self.facts
         for events in facts.events_by_scope.values():
             for event in events:
-                if event.kind == "update" and event.scaler is not None:
+                if event.kind == EventKind.UPDATE and event.scaler is not None:
                     violation = self._check_update(event, events)
                     if violation is not None:
                         yield violation
@@ -130,7 +131,7 @@ class UpdatePerMicrobatch(Rule):
         if loop is None:
             return None
         in_loop = [e for e in events if loop in e.ctx.loops and facts.on_path(e.ctx, update.ctx)]
-        steps = [e for e in in_loop if e.kind == "scaler_step" and e.scaler == scaler]
+        steps = [e for e in in_loop if e.kind == EventKind.SCALER_STEP and e.scaler == scaler]
         if not steps:
             return None
         branches: list[Branch] = []
@@ -144,7 +145,7 @@ class UpdatePerMicrobatch(Rule):
         # ``unscale_`` outside the condition records inf checks too: then update() does not assert
         # (AMP010 reports the per-micro-batch unscale_).
         for event in in_loop:
-            if event.kind == "unscale" and event.scaler == scaler and not any(
+            if event.kind == EventKind.UNSCALE and event.scaler == scaler and not any(
                 facts.under_same_condition(event.ctx, b) for b in branches
             ):
                 return None
@@ -155,25 +156,25 @@ class UpdatePerMicrobatch(Rule):
             f"under `if {test}:`: the first micro-batch without a step raises `AssertionError: No inf checks were "
             f"recorded prior to update.`; move it under the same condition, after the step"
         )
-        stmt = movable_statement(facts, update)
+        stmt = E.movable_statement(facts, update)
         last = steps[-1]
-        anchor = anchor_statement(last)
+        anchor = E.anchor_statement(last)
         if stmt is None or anchor is None:
-            return self.violation(update.call, message, no_fix_reason="the update or the step is not a plain statement of its own")
+            return self.violation(update.call, message, fix=NoFix("the update or the step is not a plain statement of its own"))
         if any(b.node is not acc.node for b in branches) or not all(
             facts.statement_block(s.ctx.stmt) == facts.statement_block(anchor) for s in steps if s.ctx.stmt is not None
         ):
-            return self.violation(update.call, message, no_fix_reason="the steps sit under different conditions")
+            return self.violation(update.call, message, fix=NoFix("the steps sit under different conditions"))
         already = [
             e for e in in_loop
-            if e.kind == "update" and e.scaler == scaler and e is not update and facts.under_same_condition(e.ctx, acc)
+            if e.kind == EventKind.UPDATE and e.scaler == scaler and e is not update and facts.under_same_condition(e.ctx, acc)
             and e.order > last.order
         ]
         if already:
-            fix = self.safe_fix(f"Remove this `{scaler}.update()` (one runs after the step)", {stmt: cst.RemovalSentinel.REMOVE})
+            fix = Fix.safe(f"Remove this `{scaler}.update()` (one runs after the step)", {stmt: cst.RemovalSentinel.REMOVE})
         else:
-            fix = self.safe_fix(
+            fix = Fix.safe(
                 f"Move `{scaler}.update()` under `if {test}:`, after the step",
-                {stmt: cst.RemovalSentinel.REMOVE, anchor: insert_after(anchor, E.movable(stmt))},
+                {stmt: cst.RemovalSentinel.REMOVE, anchor: E.insert_after(anchor, E.movable(stmt))},
             )
         return self.violation(update.call, message, fix=fix)

@@ -4,7 +4,8 @@ from typing import Iterator
 
 import libcst as cst
 
-from amplint.facts import Event, Scope
+from amplint.amp import Event, EventKind
+from amplint.semantic import Scope
 from amplint.model import FixSafety
 from amplint.rules.base import Rule, Violation
 
@@ -108,10 +109,10 @@ class Fp16AutocastWithoutScaler(Rule):
                     by_scope.setdefault(ctx.scope, []).append(node)
         for scope, withs in by_scope.items():
             events = facts.events_by_scope.get(scope, [])
-            if not any(e.kind == "optimizer_step" for e in events):
+            if not any(e.kind == EventKind.OPTIMIZER_STEP for e in events):
                 continue
             for event in events:
-                if event.kind == "backward" and self._loss_from_region(event, withs):
+                if event.kind == EventKind.BACKWARD and self._loss_from_region(event, withs):
                     yield self.violation(
                         event.call,
                         f"`{facts.code(event.call)}` backpropagates a loss computed under float16 autocast and no "

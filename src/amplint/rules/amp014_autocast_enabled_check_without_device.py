@@ -4,8 +4,9 @@ from typing import Iterator
 
 import libcst as cst
 
-from amplint import names as N
-from amplint.facts import Branch, CallSite, FunctionInfo
+from amplint.semantic import syntax as S
+from amplint.semantic import Branch, CallSite, FunctionInfo
+from amplint.fix import Fix, NoFix
 from amplint.model import FixSafety
 from amplint.rules.base import Invalid, Rule, Violation
 
@@ -14,7 +15,7 @@ _JIT = frozenset({"torch.jit.script", "torch.jit.script_method", "torch.jit.inte
 
 
 def _is_cuda_literal(node: cst.CSTNode) -> bool:
-    return N.string_value(node) == "cuda"
+    return S.string_value(node) == "cuda"
 
 
 def _cuda_test(test: cst.BaseExpression) -> str | None:
@@ -143,11 +144,11 @@ class AutocastEnabledCheckWithoutDevice(Rule):
                 yield self.violation(
                     site.node,
                     message,
-                    no_fix_reason="this file uses TorchScript, which rejects the device argument",
+                    fix=NoFix("this file uses TorchScript, which rejects the device argument"),
                 )
                 continue
             new = site.node.with_changes(args=[cst.Arg(value=cst.SimpleString('"cuda"'))])
-            yield self.violation(site.node, message, fix=self.safe_fix('Pass `"cuda"`', {site.node: new}))
+            yield self.violation(site.node, message, fix=Fix.safe('Pass `"cuda"`', {site.node: new}))
 
     # -- when the device-less call is intended
     def _scripted(self, function: FunctionInfo) -> bool:

@@ -5,8 +5,10 @@ from typing import Iterator
 
 import libcst as cst
 
-from amplint import names as N
-from amplint.facts import AutocastCall, Scope
+from amplint.semantic import syntax as S
+from amplint.amp import AutocastCall
+from amplint.semantic import BindingKind, Scope
+from amplint.fix import Fix, NoFix
 from amplint.model import FixSafety
 from amplint.rules.base import Invalid, Rule, Violation
 
@@ -127,16 +129,16 @@ class InvalidAutocastDeviceType(Rule):
             verdict = self._judge(node, autocast)
             if verdict is None:
                 continue
-            fix = None
+            fix = NoFix(verdict.no_fix_reason) if verdict.no_fix_reason else None
             if verdict.replacement is not None:
-                fix = self.safe_fix(f"Use `{self.facts.module.code_for_node(verdict.replacement)}`", {node: verdict.replacement})
-            yield self.violation(node, verdict.message, fix=fix, no_fix_reason=verdict.no_fix_reason)
+                fix = Fix.safe(f"Use `{self.facts.module.code_for_node(verdict.replacement)}`", {node: verdict.replacement})
+            yield self.violation(node, verdict.message, fix=fix)
 
     # -- judging one device argument
     def _judge(self, node: cst.BaseExpression, autocast: AutocastCall) -> _Verdict | None:
         scope = autocast.site.ctx.scope
         if isinstance(node, cst.SimpleString):
-            text = N.string_value(node)
+            text = S.string_value(node)
             if text is None or ":" not in text:
                 return None
             kind = _device_type_of_literal(text)
@@ -158,7 +160,7 @@ class InvalidAutocastDeviceType(Rule):
             )
         if isinstance(node, cst.Call) and self.facts.qualname(node.func, scope) == _TORCH_DEVICE:
             return self._judge_device_call(node)
-        key = N.dotted(node)
+        key = S.dotted(node)
         if key is not None:
             return self._judge_variable(key, node, scope)
         return None
@@ -178,10 +180,10 @@ class InvalidAutocastDeviceType(Rule):
             f"`device_type` must be a string: `{self.facts.code(call)}` is a `torch.device` and "
             "autocast raises `ValueError` when it is constructed"
         )
-        if N.has_star_args(call):
+        if S.has_star_args(call):
             return _Verdict(raises, no_fix_reason="the device's arguments are not known statically")
-        type_node = N.argument(call, 0, "type")
-        text = N.string_value(type_node)
+        type_node = S.argument(call, 0, "type")
+        text = S.string_value(type_node)
         kind = _device_type_of_literal(text) if text is not None else None
         if kind is not None:
             assert isinstance(type_node, cst.SimpleString)
@@ -204,7 +206,7 @@ class InvalidAutocastDeviceType(Rule):
                 if isinstance(value, cst.Call):
                     device_call = device_call or (value, assignment)
                 else:
-                    text = N.string_value(value)
+                    text = S.string_value(value)
                     if text is not None and ":" in text and _device_type_of_literal(text) is not None:
                         indexed = indexed or (text, assignment)
         if device_call is None:
@@ -235,18 +237,14 @@ class InvalidAutocastDeviceType(Rule):
             return facts.assignments_to(key, scope)
         if "." in key:
             return []
-        if scope.kind == "function" and key in scope.bindings:
-            local = [a for a in facts.assignments if key in a.targets and a.ctx.scope is scope]
-            # A parameter or loop variable of the same name: its value is not ours to know.
-            kinds = {kind for kind, _ in scope.bindings[key]}
-            if kinds != {"local"} or len(local) != len(scope.bindings[key]):
-                return []
-            return local
-        module = facts.scopes[0]
-        if key not in module.bindings or any(kind != "local" for kind, _ in module.bindings[key]):
+        # Only a name bound by assignments alone (no parameter, loop variable or import of the
+        # same name) has values we can know.
+        owner = scope if scope.kind == "function" and key in scope.bindings else facts.scopes[0]
+        bindings = owner.bindings.get(key, [])
+        found = [a for a in facts.assignments if key in a.targets and a.ctx.scope is owner]
+        if not bindings or any(b.kind is not BindingKind.ASSIGNMENT for b in bindings) or len(found) != len(bindings):
             return []
-        found = [a for a in facts.assignments if key in a.targets and a.ctx.scope is module]
-        return found if len(found) == len(module.bindings[key]) else []
+        return found
 
     def _possible_values(self, value: cst.BaseExpression | None) -> list[cst.BaseExpression] | None:
         """What an assigned value may evaluate to, when every branch is a ``torch.device(...)`` call or a

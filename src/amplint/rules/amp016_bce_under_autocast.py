@@ -4,7 +4,9 @@ from typing import Iterator
 
 import libcst as cst
 
-from amplint.facts import AutocastRegion, CallSite, Context
+from amplint.amp import AutocastRegion
+from amplint.semantic import CallSite, Context
+from amplint.fix import NoFix
 from amplint.model import FixSafety
 from amplint.rules.base import Invalid, Rule, Violation
 
@@ -112,7 +114,7 @@ class BceUnderAutocast(Rule):
                 site.node,
                 f"`{kind}` raises under CUDA autocast ({reason}): it is unsafe to autocast; use "
                 f"`{better}` on the logits (drop the sigmoid) instead",
-                no_fix_reason=f"switching to `{better}` also removes the sigmoid before it",
+                fix=NoFix(f"switching to `{better}` also removes the sigmoid before it"),
             )
 
     def _bce_instances(self) -> set[str]:

@@ -4,14 +4,16 @@ from typing import Iterator
 
 import libcst as cst
 
-from amplint import cstedit as E
-from amplint import names as N
-from amplint.facts import Event, Scope
+from amplint.fix import edits as E
+from amplint.semantic import syntax as S
+from amplint.amp import Event, EventKind
+from amplint.semantic import Scope
+from amplint.fix import Fix, NoFix
 from amplint.model import FixSafety
 from amplint.rules.base import SCALER_TRIGGERS, Invalid, Rule, Violation
 
 _CLIP_NORM = frozenset({"torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad_norm"})
-_SCALER_KINDS = ("scale_backward", "unscale", "scaler_step")
+_SCALER_KINDS = (EventKind.SCALE_BACKWARD, EventKind.UNSCALE, EventKind.SCALER_STEP)
 
 
 class ClipErrorIfNonfiniteWithScaler(Rule):
@@ -128,17 +130,17 @@ class ClipErrorIfNonfiniteWithScaler(Rule):
                 "inf/NaN gradients are expected and `scaler.step` skips them; drop the keyword"
             )
             if arg.keyword is None and arg is not site.node.args[-1]:
-                yield self.violation(site.node, message, no_fix_reason="the positional `True` is followed by other arguments")
+                yield self.violation(site.node, message, fix=NoFix("the positional `True` is followed by other arguments"))
                 continue
             new = E.remove_arg(site.node, arg)
-            yield self.violation(site.node, message, fix=self.safe_fix("Drop `error_if_nonfinite=True`", {site.node: new}))
+            yield self.violation(site.node, message, fix=Fix.safe("Drop `error_if_nonfinite=True`", {site.node: new}))
 
     def _error_if_nonfinite_true(self, call: cst.Call) -> cst.Arg | None:
-        arg = N.keyword_arg(call, "error_if_nonfinite")
+        arg = S.keyword_arg(call, "error_if_nonfinite")
         if arg is None:
-            positionals = N.positional_args(call)
-            arg = positionals[3] if len(positionals) > 3 and not N.has_star_args(call) else None
-        if arg is not None and N.bool_value(arg.value) is True:
+            positionals = S.positional_args(call)
+            arg = positionals[3] if len(positionals) > 3 and not S.has_star_args(call) else None
+        if arg is not None and S.bool_value(arg.value) is True:
             return arg
         return None
 
@@ -148,8 +150,8 @@ class ClipErrorIfNonfiniteWithScaler(Rule):
         for event in self.facts.events_by_scope.get(scope, []):
             if event.kind not in _SCALER_KINDS or not self._enabled(event):
                 continue
-            before = event.order < order and event.kind in ("scale_backward", "unscale")
-            after = event.order > order and event.kind == "scaler_step"
+            before = event.order < order and event.kind in (EventKind.SCALE_BACKWARD, EventKind.UNSCALE)
+            after = event.order > order and event.kind == EventKind.SCALER_STEP
             if before or after:
                 return event.scaler
         return None

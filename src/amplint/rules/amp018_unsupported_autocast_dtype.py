@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from amplint.fix import NoFix
 from amplint.model import FixSafety
 from amplint.rules.base import Invalid, Rule, Violation
 
@@ -99,5 +100,5 @@ class UnsupportedAutocastDtype(Rule):
                 f"autocast with `dtype={dtype}` runs nothing in reduced precision: autocast only lowers to "
                 f"float16/bfloat16 ({effect}); use `torch.float16`/`torch.bfloat16` for mixed precision, "
                 f"or `enabled=False` for a {short} region",
-                no_fix_reason="choose float16/bfloat16 or enabled=False by hand",
+                fix=NoFix("choose float16/bfloat16 or enabled=False by hand"),
             )

@@ -1,6 +1,6 @@
 """The rule contract: metadata, docs and examples in one class, ``check`` as a query over facts.
 
-A rule never walks the syntax tree itself; it asks :class:`amplint.facts.FileFacts`.
+A rule never walks the syntax tree itself; it asks :class:`amplint.amp.FileFacts`.
 Subclassing :class:`Rule` registers the rule, so adding a rule never touches the engine.
 """
 
@@ -9,16 +9,15 @@ from __future__ import annotations
 import re
 import textwrap
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, Iterator, Mapping, Union
+from typing import TYPE_CHECKING, ClassVar, Iterator, Union
 
 import libcst as cst
 
+from amplint.fix import Fix, NoFix
 from amplint.model import FixSafety, Severity
 
 if TYPE_CHECKING:
-    from amplint.facts import FileFacts
-
-Replacement = Union[cst.CSTNode, cst.FlattenSentinel, cst.RemovalSentinel]
+    from amplint.amp import FileFacts
 
 DOC_SECTIONS = (
     "What it does",
@@ -34,16 +33,6 @@ SCALER_TRIGGERS = ("scaler", "Scaler", "unscale_", ".scale(")
 AMP_RECIPE = "https://pytorch.org/tutorials/recipes/recipes/amp_recipe.html"
 AMP_DOCS = "https://pytorch.org/docs/stable/amp.html"
 AMP_EXAMPLES = "https://pytorch.org/docs/stable/notes/amp_examples.html"
-
-
-@dataclass
-class Fix:
-    """Node replacements applied together; ``group`` merges identical fixes of several findings."""
-
-    applicability: str  # "safe" | "unsafe"
-    message: str
-    changes: Mapping[cst.CSTNode, Replacement]
-    group: str | None = None
 
 
 @dataclass
@@ -103,17 +92,13 @@ class Rule:
         self,
         node: cst.CSTNode,
         message: str,
-        fix: Fix | None = None,
-        no_fix_reason: str | None = None,
+        fix: Fix | NoFix | None = None,
         noqa_node: cst.CSTNode | None = None,
     ) -> Violation:
-        return Violation(self.code, node, message, fix, no_fix_reason, noqa_node)
-
-    def safe_fix(self, message: str, changes: Mapping[cst.CSTNode, Replacement], group: str | None = None) -> Fix:
-        return Fix("safe", message, dict(changes), group)
-
-    def unsafe_fix(self, message: str, changes: Mapping[cst.CSTNode, Replacement], group: str | None = None) -> Fix:
-        return Fix("unsafe", message, dict(changes), group)
+        """A finding at ``node``; ``fix`` is its fix, or the reason it has none."""
+        if isinstance(fix, NoFix):
+            return Violation(self.code, node, message, None, fix.reason, noqa_node)
+        return Violation(self.code, node, message, fix, None, noqa_node)
 
     @classmethod
     def documentation(cls) -> str:

@@ -104,19 +104,54 @@ def single_simple_statement(stmt: cst.CSTNode | None) -> bool:
     return isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
 
 
+def insert_after(stmt: cst.CSTNode, new: cst.CSTNode) -> cst.FlattenSentinel:
+    """Replacement for ``stmt`` that keeps it and adds ``new`` right after it."""
+    return cst.FlattenSentinel([stmt, new])  # type: ignore[list-item]
+
+
+def insert_before(stmt: cst.CSTNode, new: list[cst.BaseStatement]) -> cst.FlattenSentinel:
+    """Replacement for ``stmt`` that adds the ``new`` statements right before it.
+
+    Comments and blank lines above ``stmt`` stay above the inserted lines, so a comment that
+    introduces a block still introduces it.
+    """
+    leading = getattr(stmt, "leading_lines", None)
+    if leading is None or not new:
+        return cst.FlattenSentinel([*new, stmt])  # type: ignore[list-item]
+    first = new[0].with_changes(leading_lines=leading)
+    return cst.FlattenSentinel([first, *new[1:], stmt.with_changes(leading_lines=())])  # type: ignore[list-item]
+
+
+def movable_statement(model, event) -> cst.CSTNode | None:
+    """The statement holding ``event``'s call when it can be moved away: one simple statement
+    that is the call alone and not the only statement of its block."""
+    stmt = event.ctx.stmt
+    if not single_simple_statement(stmt):
+        return None
+    assert isinstance(stmt, cst.SimpleStatementLine)
+    if not isinstance(stmt.body[0], cst.Expr) or stmt.body[0].value is not event.call:
+        return None
+    found = model.statement_block(stmt)
+    if found is None or len(found[1]) < 2:
+        return None
+    return stmt
+
+
+def anchor_statement(event) -> cst.CSTNode | None:
+    """The statement holding ``event``'s call, when a statement can be inserted after it (one
+    simple statement that neither returns nor raises)."""
+    stmt = event.ctx.stmt
+    if not single_simple_statement(stmt):
+        return None
+    assert isinstance(stmt, cst.SimpleStatementLine)
+    if isinstance(stmt.body[0], (cst.Return, cst.Raise)):
+        return None
+    return stmt
+
+
 def parse_statement(code: str, like: cst.CSTNode | None = None) -> cst.BaseStatement:
     """A statement parsed from ``code`` (no leading comments)."""
     return cst.parse_statement(code)
-
-
-class _ReplaceNodes(cst.CSTTransformer):
-    def __init__(self, changes: dict) -> None:
-        super().__init__()
-        self.changes = changes
-
-    def on_leave(self, original_node, updated_node):  # type: ignore[override]
-        replacement = self.changes.get(original_node)
-        return updated_node if replacement is None else replacement
 
 
 def replace_within(root: cst.CSTNode, changes: dict) -> cst.CSTNode:
@@ -125,4 +160,6 @@ def replace_within(root: cst.CSTNode, changes: dict) -> cst.CSTNode:
     For a fix that edits inside a node it also replaces as a whole (hoisting a statement out of
     a loop and inserting it before that loop).
     """
-    return root.visit(_ReplaceNodes(changes))  # type: ignore[return-value]
+    from amplint.fix.apply import ReplaceNodes
+
+    return root.visit(ReplaceNodes(changes))  # type: ignore[return-value]

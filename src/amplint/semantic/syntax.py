@@ -1,65 +1,13 @@
-"""Canonical qualified names of the PyTorch AMP API and helpers to read dotted expressions."""
+"""Reading plain syntax: dotted names, literals, call arguments, assignment targets.
+
+Nothing here knows about torch; every helper answers a question about one node.
+"""
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
-
-# Submodule spellings and re-exports mapped to one canonical name each, so rules
-# compare against a single spelling whatever import form the user chose.
-_PREFIX_ALIASES: tuple[tuple[str, str], ...] = (
-    ("torch.cuda.amp.autocast_mode.", "torch.cuda.amp."),
-    ("torch.cuda.amp.grad_scaler.", "torch.cuda.amp."),
-    ("torch.cuda.amp.common.", "torch.cuda.amp."),
-    ("torch.cpu.amp.autocast_mode.", "torch.cpu.amp."),
-    ("torch.cpu.amp.grad_scaler.", "torch.cpu.amp."),
-    ("torch.amp.autocast_mode.", "torch.amp."),
-    ("torch.amp.grad_scaler.", "torch.amp."),
-    ("torch.nn.utils.clip_grad.", "torch.nn.utils."),
-    ("torch.distributed.fsdp.sharded_grad_scaler.", "torch.distributed.fsdp."),
-    ("timm.utils.clip_grad.", "timm.utils."),
-)
-_EXACT_ALIASES = {
-    "torch.autocast": "torch.amp.autocast",
-    "torch.GradScaler": "torch.amp.GradScaler",
-}
-
-AUTOCAST = frozenset({"torch.amp.autocast", "torch.cuda.amp.autocast", "torch.cpu.amp.autocast"})
-SCALER_CLASSES = frozenset(
-    {
-        "torch.amp.GradScaler",
-        "torch.cuda.amp.GradScaler",
-        "torch.cpu.amp.GradScaler",
-        "torch.distributed.fsdp.ShardedGradScaler",
-    }
-)
-CLIP_FUNCTIONS = frozenset(
-    {
-        "torch.nn.utils.clip_grad_norm_",
-        "torch.nn.utils.clip_grad_norm",
-        "torch.nn.utils.clip_grad_value_",
-        "timm.utils.dispatch_clip_grad",
-    }
-)
-PARTIAL = frozenset({"functools.partial"})
-# Context managers / decorators under which no autograd graph is recorded.
-GRAD_DISABLING = frozenset(
-    {
-        "torch.no_grad",
-        "torch.inference_mode",
-        "torch.autograd.no_grad",
-        "torch.autograd.grad_mode.no_grad",
-        "torch.autograd.grad_mode.inference_mode",
-    }
-)
-CONTEXTMANAGER = frozenset({"contextlib.contextmanager"})
-
-
-def canonical(qualname: str) -> str:
-    qualname = _EXACT_ALIASES.get(qualname, qualname)
-    for prefix, replacement in _PREFIX_ALIASES:
-        if qualname.startswith(prefix):
-            return replacement + qualname[len(prefix):]
-    return qualname
 
 
 def dotted_parts(node: cst.CSTNode) -> list[str] | None:
@@ -158,3 +106,49 @@ def dict_items(node: cst.CSTNode | None) -> list[tuple[str | None, cst.BaseExpre
 def keyword_arg_value(call: cst.Call, name: str) -> cst.BaseExpression | None:
     arg = keyword_arg(call, name)
     return arg.value if arg is not None else None
+
+
+def bound_names(target: cst.CSTNode) -> set[str]:
+    """The plain names an assignment or loop target binds (``a, (b, *c)`` binds a, b and c)."""
+    out: set[str] = set()
+    if isinstance(target, cst.Name):
+        out.add(target.value)
+    elif isinstance(target, (cst.Tuple, cst.List)):
+        for element in target.elements:
+            out |= bound_names(element.value)
+    elif isinstance(target, cst.StarredElement):
+        out |= bound_names(target.value)
+    return out
+
+
+def target_text(target: cst.CSTNode) -> str | None:
+    """An assignment target as dotted text; a subscript as ``base[...]``."""
+    text = dotted(target)
+    if text is not None:
+        return text
+    if isinstance(target, cst.Subscript):
+        base = dotted(target.value)
+        return f"{base}[...]" if base else None
+    return None
+
+
+def balanced(text: str) -> bool:
+    """Parentheses in ``text`` never close more than they opened (so outer ones may be stripped)."""
+    depth = 0
+    for char in text:
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth < 0:
+                return False
+    return depth == 0
+
+
+def flat_text(code: str) -> str:
+    """Source text without whitespace or redundant outer parentheses, for comparing expressions."""
+    text = re.sub(r"\s+", "", code)
+    while text.startswith("(") and text.endswith(")") and balanced(text[1:-1]):
+        text = text[1:-1]
+    return text
+

@@ -1,0 +1,278 @@
+"""Autocast: the calls that build autocast objects and the regions of code they enable."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+
+import libcst as cst
+
+from amplint.amp import catalogue as API
+from amplint.semantic import syntax as S
+from amplint.semantic.records import CallSite, Context, FunctionInfo, Scope
+from amplint.semantic.values import is_choice, value_calls
+
+
+@dataclass(eq=False)
+class AutocastRegion:
+    """A span of code that runs with autocast enabled (as far as the code shows)."""
+
+    node: cst.CSTNode  # With or FunctionDef (decorated)
+    call: cst.Call | None  # the autocast(...) call, when one is visible
+    device: str | None  # "cuda" | "cpu" | ... ; None when unknown
+    dtype: str | None  # "float16" | "bfloat16" | "float32" | ... ; None when unknown
+    enabled: bool | None  # literal enabled=..., None when not literal
+    resolved: bool  # True: proven autocast by name resolution; False: named like one
+    deprecated: str | None = None  # "cuda" / "cpu" for torch.cuda.amp / torch.cpu.amp
+    conditional: bool = False  # e.g. ``nullcontext() if cpu else autocast(...)``
+    # The expressions bound to ``device_type`` / ``dtype`` in the autocast call, when given
+    # (``device`` holds only the literal type string; AMP015 needs to see ``torch.device(...)``).
+    device_node: cst.BaseExpression | None = None
+    dtype_node: cst.BaseExpression | None = None
+
+    @property
+    def maybe_enabled(self) -> bool:
+        return self.enabled is not False
+
+    @property
+    def effective_dtype(self) -> str | None:
+        if self.dtype is not None:
+            return self.dtype
+        if self.call is None:
+            return None
+        if self.device == "cuda":
+            return "float16"
+        if self.device == "cpu":
+            return "bfloat16"
+        return None
+
+
+@dataclass(eq=False)
+class AutocastCall:
+    """One call that builds an autocast object (see :attr:`FileFacts.autocast_calls`)."""
+
+    site: CallSite
+    region: AutocastRegion  # its arguments read as a region (``region.call`` is the call)
+    qualname: str  # canonical autocast class (``torch.amp.autocast``, ``torch.cuda.amp.autocast`` ...)
+    partial: bool = False  # ``functools.partial(torch.autocast, ...)``: arguments start at index 1
+
+    @property
+    def call(self) -> cst.Call:
+        return self.site.node
+
+
+
+
+class AutocastFacts:
+    """Mixed into :class:`~amplint.amp.facts.FileFacts`."""
+
+    def _autocast_from_call(self, call: cst.Call, scope: Scope, depth: int = 0) -> AutocastRegion | None:
+        """The autocast region a context-manager expression creates, if it is one."""
+        qualname = self.qualname(call.func, scope)
+        if qualname in API.AUTOCAST:
+            return self._region_for_autocast_call(call, call, qualname)
+        if qualname in API.PARTIAL and call.args:
+            inner = self.qualname(call.args[0].value, scope)
+            if inner in API.AUTOCAST:
+                return self._region_for_autocast_call(call, call, inner, partial=True)
+        if depth > 2:
+            return None
+        # A factory stored in a variable: ``amp_autocast = partial(torch.autocast, ...)``.
+        text = S.dotted(call.func)
+        if text is not None:
+            for assignment in self.assignments_to(text, scope):
+                for value_call in value_calls(assignment.value):
+                    region = self._autocast_from_call(value_call, assignment.ctx.scope, depth + 1)
+                    if region is not None and region.call is not None and self.qualname(value_call.func, assignment.ctx.scope) in API.PARTIAL:
+                        return region
+            # A plain alias of the class: ``ac = torch.autocast`` then ``with ac("cuda"):``.
+            alias = self.autocast_alias(text, scope)
+            if alias is not None:
+                return self._region_for_autocast_call(call, call, alias)
+        # A helper that returns or yields an autocast: ``with self.maybe_autocast():``.
+        site = self.call_site(call)
+        if site is not None:
+            for function in self.called_functions(site):
+                region = self._function_autocast(function, depth + 1)
+                if region is not None:
+                    return region
+        return None
+
+    def _region_for_autocast_call(self, node_call: cst.Call, args_call: cst.Call, qualname: str, partial: bool = False) -> AutocastRegion:
+        offset = 1 if partial else 0
+        deprecated = None
+        device_node = None
+        if qualname == "torch.cuda.amp.autocast":
+            deprecated, device = "cuda", "cuda"
+            dtype_node = S.argument(args_call, 1 + offset, "dtype")
+            enabled_node = S.argument(args_call, 0 + offset, "enabled")
+        elif qualname == "torch.cpu.amp.autocast":
+            deprecated, device = "cpu", "cpu"
+            dtype_node = S.argument(args_call, 1 + offset, "dtype")
+            enabled_node = S.argument(args_call, 0 + offset, "enabled")
+        else:
+            device_node = S.argument(args_call, 0 + offset, "device_type")
+            device = S.string_value(device_node)
+            if device is not None:
+                device = device.split(":")[0]
+            dtype_node = S.argument(args_call, 1 + offset, "dtype")
+            enabled_node = S.argument(args_call, 2 + offset, "enabled")
+        return AutocastRegion(
+            node=node_call,
+            call=args_call,
+            device=device,
+            dtype=self.dtype_name(dtype_node),
+            enabled=S.bool_value(enabled_node) if enabled_node is not None else True,
+            resolved=True,
+            deprecated=deprecated,
+            device_node=device_node,
+            dtype_node=dtype_node,
+        )
+
+    def autocast_alias(self, text: str, scope: Scope) -> str | None:
+        """The autocast class a name is a plain alias of (``ac = torch.autocast``), when proven.
+
+        Only a name assigned exactly once (in ``scope`` or at module level) to a dotted name that
+        resolves to an autocast class counts.
+        """
+        if text not in self._autocast_alias_targets:
+            return None
+        assignments = self.assignments_to(text, scope)
+        if len(assignments) != 1:
+            return None
+        value = assignments[0].value
+        if value is None or S.dotted(value) is None:
+            return None
+        qualname = self.qualname(value, assignments[0].ctx.scope)
+        return qualname if qualname in API.AUTOCAST else None
+
+    @cached_property
+    def _autocast_alias_targets(self) -> set[str]:
+        out: set[str] = set()
+        for assignment in self.assignments:
+            value = assignment.value
+            if value is not None and S.dotted(value) is not None and self.qualname(value, assignment.ctx.scope) in API.AUTOCAST:
+                out.update(assignment.targets)
+        return out
+
+    @cached_property
+    def autocast_calls(self) -> list[AutocastCall]:
+        """Every call that builds an autocast object, wherever it sits (``with``, decorator,
+        assignment, return, ``partial(torch.autocast, ...)``, a plain alias of the class)."""
+        out: list[AutocastCall] = []
+        for site in self.calls:
+            call, scope = site.node, site.ctx.scope
+            qualname = site.qualname
+            if qualname in API.AUTOCAST:
+                out.append(AutocastCall(site, self._region_for_autocast_call(call, call, qualname), qualname))
+                continue
+            if qualname in API.PARTIAL and call.args and call.args[0].keyword is None and not call.args[0].star:
+                inner = self.qualname(call.args[0].value, scope)
+                if inner in API.AUTOCAST:
+                    region = self._region_for_autocast_call(call, call, inner, partial=True)
+                    out.append(AutocastCall(site, region, inner, partial=True))
+                continue
+            if qualname is None and site.func_text is not None:
+                alias = self.autocast_alias(site.func_text, scope)
+                if alias is not None:
+                    out.append(AutocastCall(site, self._region_for_autocast_call(call, call, alias), alias))
+        return out
+
+    def dtype_name(self, node: cst.CSTNode | None) -> str | None:
+        """``torch.float16`` / ``torch.half`` / ``"bfloat16"`` as a canonical dtype name."""
+        if node is None:
+            return None
+        return API.dtype_from_text(S.dotted(node) or S.string_value(node))
+
+    def _function_autocast(self, function: FunctionInfo, depth: int) -> AutocastRegion | None:
+        for value, ctx in self.records.returns:
+            if ctx.scope is not function.scope:
+                continue
+            region = self._expression_autocast(value, ctx.scope, depth)
+            if region is not None:
+                return region
+        for ctx in self.records.yields:
+            if ctx.scope is function.scope and ctx.withs:
+                for with_node in ctx.withs:
+                    for region in self._with_item_regions(with_node, ctx.scope, depth):
+                        return region
+        return None
+
+    def _expression_autocast(self, value: cst.BaseExpression, scope: Scope, depth: int) -> AutocastRegion | None:
+        conditional = is_choice(value)
+        for call in value_calls(value):
+            region = self._autocast_from_call(call, scope, depth)
+            if region is not None:
+                region.conditional = region.conditional or conditional
+                return region
+        text = S.dotted(value)
+        if text is not None and depth <= 2:
+            for assignment in self.assignments_to(text, scope):
+                if assignment.value is not None and assignment.value is not value:
+                    region = self._expression_autocast(assignment.value, assignment.ctx.scope, depth + 1)
+                    if region is not None:
+                        region.conditional = True if len(self.assignments_to(text, scope)) > 1 else region.conditional
+                        return region
+        return None
+
+    def _with_item_regions(self, node: cst.With, scope: Scope, depth: int = 0) -> list[AutocastRegion]:
+        regions = []
+        for item in node.items:
+            region = self._expression_autocast(item.item, scope, depth)
+            if region is None:
+                region = self._named_autocast(item.item)
+            if region is not None:
+                region.node = node
+                regions.append(region)
+        return regions
+
+    def _named_autocast(self, expr: cst.BaseExpression) -> AutocastRegion | None:
+        """``with amp_autocast():`` / ``with self.autocast_ctx:`` where nothing resolves: named like autocast."""
+        target = expr.func if isinstance(expr, cst.Call) else expr
+        text = S.dotted(target)
+        if text is None or "autocast" not in text.rsplit(".", 1)[-1].lower():
+            return None
+        enabled = None
+        if isinstance(expr, cst.Call):
+            enabled_node = S.keyword_arg_value(expr, "enabled")
+            if enabled_node is not None:
+                enabled = S.bool_value(enabled_node)
+        return AutocastRegion(node=expr, call=None, device=None, dtype=None, enabled=enabled, resolved=False)
+
+    @cached_property
+    def autocast_regions(self) -> dict[cst.CSTNode, list[AutocastRegion]]:
+        """``with`` statements and decorated functions that run under autocast."""
+        out: dict[cst.CSTNode, list[AutocastRegion]] = {}
+        for node, ctx in self.records.withs:
+            regions = self._with_item_regions(node, ctx.scope)
+            if regions:
+                out[node] = regions
+        for function in self.functions:
+            for decorator in function.node.decorators:
+                expr = decorator.decorator
+                if isinstance(expr, cst.Call):
+                    qualname = self.qualname(expr.func, function.ctx.scope)
+                    if qualname in API.AUTOCAST:
+                        region = self._region_for_autocast_call(expr, expr, qualname)
+                        region.node = function.node
+                        out.setdefault(function.node, []).append(region)
+        return out
+
+    def enclosing_autocast(self, ctx: Context, enabled_only: bool = True) -> list[AutocastRegion]:
+        """Autocast regions lexically around a node (innermost last)."""
+        regions: list[AutocastRegion] = []
+        function = self.function_of(ctx.scope)
+        if function is not None:
+            regions.extend(self.autocast_regions.get(function.node, []))
+        for with_node in ctx.withs:
+            regions.extend(self.autocast_regions.get(with_node, []))
+        if enabled_only:
+            # An inner ``autocast(enabled=False)`` switches autocast off for its body.
+            active: list[AutocastRegion] = []
+            for region in regions:
+                if region.enabled is False:
+                    active = []
+                else:
+                    active.append(region)
+            return active
+        return regions

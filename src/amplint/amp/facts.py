@@ -1,0 +1,43 @@
+"""Everything a rule may ask about one module: the semantic model plus the AMP view of it.
+
+:class:`FileFacts` is the semantic model (:mod:`amplint.semantic`, which knows nothing about
+torch) with the AMP domain on top, one part per module of this package: autocast regions
+(:mod:`~amplint.amp.autocast`), GradScalers (:mod:`~amplint.amp.scalers`), optimizers
+(:mod:`~amplint.amp.optimizers`), training-step events (:mod:`~amplint.amp.events`), training
+loops and per-step functions (:mod:`~amplint.amp.training`), models and grad modes
+(:mod:`~amplint.amp.models`) and compatibility fallbacks (:mod:`~amplint.amp.compat`).
+Everything is derived lazily and once; rules never walk the tree themselves.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+from libcst.metadata import CodeRange
+
+from amplint.amp import catalogue as API
+from amplint.amp.autocast import AutocastFacts
+from amplint.amp.compat import CompatFacts
+from amplint.amp.events import EventFacts
+from amplint.amp.models import ModelFacts
+from amplint.amp.optimizers import OptimizerFacts
+from amplint.amp.scalers import ScalerFacts
+from amplint.amp.training import TrainingFacts
+from amplint.semantic.model import SemanticModel
+
+
+class FileFacts(SemanticModel, AutocastFacts, ScalerFacts, OptimizerFacts, EventFacts, TrainingFacts, ModelFacts,
+                CompatFacts):
+    def __init__(self, module: cst.Module, positions: dict[cst.CSTNode, CodeRange], path: str, settings=None):
+        self.settings = settings
+        super().__init__(module, positions, path)
+
+    def canonical_name(self, qualname: str) -> str:
+        return API.canonical(qualname)
+
+    @classmethod
+    def from_source(cls, code: str, path: str = "example.py", settings=None) -> "FileFacts":
+        """Facts for a source text, as the engine builds them (for tests and tools)."""
+        from amplint.positions import Positions
+
+        module = cst.parse_module(code)
+        return cls(module, Positions(module), path, settings)

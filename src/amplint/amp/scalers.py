@@ -1,0 +1,132 @@
+"""GradScalers: where they are built, how they are used, whether they can be enabled."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+import libcst as cst
+
+from amplint.amp import catalogue as API
+from amplint.semantic import syntax as S
+from amplint.semantic.records import CallSite, Scope
+from amplint.semantic.values import value_calls
+
+
+def built_disabled(site: CallSite) -> bool:
+    """The construction passes a literal ``enabled=False``."""
+    return S.bool_value(S.keyword_arg_value(site.node, "enabled")) is False
+
+
+@dataclass(eq=False)
+class ScalerInfo:
+    key: str
+    constructions: list[CallSite] = field(default_factory=list)
+    evidence: set[str] = field(default_factory=set)
+
+    @property
+    def provably_disabled(self) -> bool:
+        return bool(self.constructions) and all(built_disabled(c) for c in self.constructions)
+
+
+class ScalerFacts:
+    """Mixed into :class:`~amplint.amp.facts.FileFacts`."""
+
+    @cached_property
+    def scalers(self) -> dict[str, ScalerInfo]:
+        """Scaler keys (dotted text) with what shows each is a scaler: a construction assigned to
+        it, ``unscale_``, ``.scale(loss).backward()`` or a one-argument ``step`` on a name like one."""
+        out: dict[str, ScalerInfo] = {}
+
+        def get(key: str) -> ScalerInfo:
+            return out.setdefault(key, ScalerInfo(key))
+
+        for assignment in self.assignments:
+            for call in value_calls(assignment.value):
+                site = self.call_site(call)
+                if site is not None and self.is_scaler_construction(site):
+                    for target in assignment.targets:
+                        info = get(target)
+                        info.constructions.append(site)
+                        info.evidence.add("constructed")
+        for site in self.calls:
+            func = site.node.func
+            if not isinstance(func, cst.Attribute):
+                continue
+            receiver = S.dotted(func.value)
+            method = func.attr.value
+            if method == "unscale_" and receiver is not None:
+                get(receiver).evidence.add("unscale_")
+            elif method == "backward" and isinstance(func.value, cst.Call):
+                inner = func.value
+                if isinstance(inner.func, cst.Attribute) and inner.func.attr.value == "scale":
+                    scaler = S.dotted(inner.func.value)
+                    if scaler is not None and len(inner.args) == 1:
+                        get(scaler).evidence.add("scale-backward")
+            elif method == "step" and receiver is not None and "scaler" in receiver.rsplit(".", 1)[-1].lower() and len(S.positional_args(site.node)) == 1:
+                get(receiver).evidence.add("named-step")
+        return out
+
+    def is_scaler(self, key: str | None) -> bool:
+        return key is not None and key in self.scalers
+
+    def _names_scaler_class(self, node: cst.CSTNode | None, scope: Scope, depth: int = 0) -> bool:
+        """``node`` is a GradScaler class: by name resolution or through an alias variable."""
+        if node is None:
+            return False
+        if isinstance(node, cst.IfExp):
+            return self._names_scaler_class(node.body, scope, depth) and self._names_scaler_class(node.orelse, scope, depth)
+        if self.qualname(node, scope) in API.SCALER_CLASSES:
+            return True
+        text = S.dotted(node)
+        if text is None or depth > 2:
+            return False
+        assignments = [a for a in self.assignments_to(text, scope) if a.value is not None and a.targets == (text,)]
+        return bool(assignments) and all(self._names_scaler_class(a.value, a.ctx.scope, depth + 1) for a in assignments)
+
+    def is_scaler_construction(self, site: CallSite) -> bool:
+        """``torch.amp.GradScaler(...)`` in any spelling, or through ``GS = torch.amp.GradScaler``."""
+        if site.qualname in API.SCALER_CLASSES:
+            return True
+        if site.qualname is not None or site.func_text is None or "." in site.func_text:
+            return False
+        return self._names_scaler_class(site.node.func, site.ctx.scope)
+
+    @cached_property
+    def scaler_construction_sites(self) -> list[CallSite]:
+        """Every call that builds a GradScaler, assigned or not."""
+        return [site for site in self.calls if not site.in_decorator and self.is_scaler_construction(site)]
+
+    def scaler_provably_disabled(self, key: str, scope: Scope) -> bool:
+        """The scaler ``key`` as used in ``scope`` is built with ``enabled=False``.
+
+        Constructions in ``scope`` itself decide when there are any (the same name is often built
+        differently in several functions of one file); otherwise all of the file's constructions.
+        """
+        info = self.scalers.get(key)
+        if info is None:
+            return False
+        sites = [c for c in info.constructions if c.ctx.scope is scope] or info.constructions
+        return bool(sites) and all(built_disabled(c) for c in sites)
+
+    def backward_scaler(self, event) -> str | None:
+        """The scaler whose scale a backward runs on: ``scaler.scale(loss).backward()``,
+        ``(scaler.scale(loss) / n).backward()`` or ``scaled = scaler.scale(loss); scaled.backward()``."""
+        from amplint.amp.events import K
+
+        if event.kind is K.SCALE_BACKWARD:
+            return event.scaler
+        if event.kind not in (K.BACKWARD, K.AUTOGRAD_BACKWARD):
+            return None
+        target = event.call.func.value if event.kind is K.BACKWARD and isinstance(event.call.func, cst.Attribute) else event.call
+        for other in self.events_by_scope.get(event.ctx.scope, []):
+            if other.kind is K.SCALE and self.contains(target, other.call):
+                return other.scaler
+        if event.kind is K.BACKWARD and event.receiver is not None:
+            for assignment in self.assignments_to(event.receiver, event.ctx.scope):
+                if assignment.ctx.order >= event.order or assignment.value is None:
+                    continue
+                for other in self.events_by_scope.get(assignment.ctx.scope, []):
+                    if other.kind is K.SCALE and self.contains(assignment.value, other.call):
+                        return other.scaler
+        return None

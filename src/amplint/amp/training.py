@@ -1,0 +1,133 @@
+"""Training loops and the functions that run a step: found from events and the call graph."""
+
+from __future__ import annotations
+
+import re
+from functools import cached_property
+
+import libcst as cst
+
+from amplint.amp import catalogue as API
+from amplint.amp.events import BACKWARD_KINDS, SCALER_KINDS, TRAINING_KINDS, EventKind
+from amplint.semantic.records import Branch, Context, Loop, Scope
+
+
+class TrainingFacts:
+    """Mixed into :class:`~amplint.amp.facts.FileFacts`."""
+
+    PER_STEP_NAMES = API.PER_STEP_NAMES
+
+    def _scopes_with(self, kinds: tuple[EventKind, ...]) -> set[Scope]:
+        return {e.ctx.scope for e in self.events if e.kind in kinds}
+
+    @cached_property
+    def training_functions(self) -> set[Scope]:
+        """Function scopes that (transitively, within this file) run a backward or an optimizer step."""
+        return self.callers_closure(self._scopes_with(TRAINING_KINDS))
+
+    @cached_property
+    def backward_functions(self) -> set[Scope]:
+        """Function scopes that (transitively, within this file) run a backward."""
+        return self.callers_closure(self._scopes_with(BACKWARD_KINDS))
+
+    @cached_property
+    def updating_functions(self) -> set[Scope]:
+        """Function scopes that (transitively, within this file) call ``scaler.update()``."""
+        return self.callers_closure(self._scopes_with((EventKind.UPDATE,)))
+
+    def _loops_running(self, kinds: tuple[EventKind, ...], functions: set[Scope]) -> set[Loop]:
+        """Loops whose body has an event of ``kinds`` or calls one of ``functions``."""
+        out: set[Loop] = set()
+        for event in self.events:
+            if event.kind in kinds:
+                out.update(event.ctx.loops)
+        for site in self.calls:
+            if site.ctx.loops and self.calls_into(site, functions):
+                out.update(site.ctx.loops)
+        return out
+
+    @cached_property
+    def training_loops(self) -> set[Loop]:
+        """Loops whose body runs a backward or a step (directly or through a same-file function)."""
+        return self._loops_running(TRAINING_KINDS, self.training_functions)
+
+    @cached_property
+    def backward_loops(self) -> set[Loop]:
+        """Loops whose body runs a backward (directly or through a same-file function)."""
+        return self._loops_running(BACKWARD_KINDS, self.backward_functions)
+
+    @cached_property
+    def per_step_functions(self) -> set[Scope]:
+        """Functions called once per step or epoch: named so, or called inside a training loop here."""
+        out = {function.scope for function in self.functions if function.node.name.value in self.PER_STEP_NAMES}
+        for site in self.calls:
+            if any(loop in self.training_loops for loop in site.ctx.loops):
+                out.update(function.scope for function in self.called_functions(site))
+        return out
+
+    def outermost_training_loop(self, ctx: Context) -> Loop | None:
+        """The outermost loop around ``ctx`` (same function) that runs training iterations."""
+        for loop in ctx.loops:
+            if loop in self.training_loops:
+                return loop
+        return None
+
+    def iteration_loop(self, ctx: Context) -> Loop | None:
+        """The innermost loop around ``ctx`` that runs a backward: one pass of it is one training
+        iteration (a ``for opt in optimizers`` loop inside it is not)."""
+        for loop in reversed(ctx.loops):
+            if loop in self.backward_loops:
+                return loop
+        return None
+
+    def names_bound_in_loop(self, loop: Loop) -> set[str]:
+        """Dotted names (re)bound in each iteration of ``loop``: loop targets and assignments in its body."""
+        out: set[str] = set(loop.target_names)
+        for inner in self.loops:
+            if inner.scope is loop.scope and self.contains(loop.node, inner.node):
+                out |= inner.target_names
+        for assignment in self.assignments:
+            if assignment.ctx.scope is loop.scope and loop in assignment.ctx.loops:
+                out.update(target.replace("[...]", "") for target in assignment.targets)
+        return out
+
+    # -- the branches of a step: AMP gates and accumulation boundaries
+    def mentions_amp(self, expr: cst.CSTNode) -> bool:
+        """The expression names something AMP-ish (``use_amp``, ``self.scaler``, ``args.fp16`` ...)."""
+        for word in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", self.code(expr)):
+            lowered = word.lower()
+            if lowered in API.AMP_WORDS or any(part in API.AMP_WORDS for part in lowered.split("_")):
+                return True
+        return False
+
+    def amp_gate(self, ctx: Context, other: Context | None = None) -> Branch | None:
+        """An ``if`` branch around ``ctx`` that selects the AMP or the non-AMP path (its test
+        mentions AMP, or the other part of the ``if`` scales or steps through a scaler), and that
+        does not also enclose ``other``."""
+        inside_other = set(other.branches) if other is not None else set()
+        for branch in ctx.branches:
+            if not isinstance(branch.node, cst.If) or branch in inside_other:
+                continue
+            if self.mentions_amp(branch.node.test):
+                return branch
+            for event in self.events_by_scope.get(ctx.scope, []):
+                if event.kind in SCALER_KINDS and any(
+                    eb.node is branch.node and eb.part != branch.part for eb in event.ctx.branches
+                ):
+                    return branch
+        return None
+
+    def is_accumulation_test(self, test: cst.BaseExpression) -> bool:
+        """``(i + 1) % accum == 0`` / ``step % grad_accum_steps == 0`` / ``accelerator.sync_gradients``."""
+        text = self.code(test)
+        if "%" in text and not re.search(r"['\"]", text):
+            return True
+        lowered = text.lower()
+        return "accum" in lowered or "sync_grad" in lowered or "update_freq" in lowered
+
+    def accumulation_branch(self, ctx: Context) -> Branch | None:
+        """The innermost ``if`` body around ``ctx`` whose test is an accumulation boundary."""
+        for branch in reversed(ctx.branches):
+            if isinstance(branch.node, cst.If) and branch.part == "body" and self.is_accumulation_test(branch.node.test):
+                return branch
+        return None

@@ -1,0 +1,96 @@
+"""Name resolution over the recorded bindings: what a name or a dotted expression refers to."""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Iterator
+
+import libcst as cst
+
+from amplint.semantic import syntax as S
+from amplint.semantic.records import Assignment, Binding, ImportRecord, Reference, Scope
+
+
+class BindingQueries:
+    """Mixed into :class:`~amplint.semantic.model.SemanticModel`; reads ``scopes``, ``imports``,
+    ``assignments`` and ``references``."""
+
+    scopes: list[Scope]
+    imports: list[ImportRecord]
+    assignments: list[Assignment]
+    references: list[Reference]
+
+    def canonical_name(self, qualname: str) -> str:
+        """Hook for a domain layer to map re-exports to one spelling; identity here."""
+        return qualname
+
+    def bindings_of(self, name: str, scope: Scope) -> list[Binding]:
+        """The bindings of ``name`` in the nearest scope that binds it, as Python resolves names
+        (class bodies are skipped from nested functions)."""
+        current: Scope | None = scope
+        first = True
+        while current is not None:
+            if current.kind == "class" and not first:
+                current = current.parent
+                continue
+            found = current.bindings.get(name)
+            if found:
+                return found
+            first = False
+            current = current.parent
+        return []
+
+    def lookup(self, name: str, scope: Scope) -> str | None:
+        """The qualified name an unqualified ``name`` is imported as, seen from ``scope``.
+
+        Only when every binding of the name there is the same import: a name also assigned,
+        or imported twice differently, resolves to nothing.
+        """
+        found = self.bindings_of(name, scope)
+        if not found or any(not b.is_import for b in found):
+            return None
+        targets = {b.target for b in found}
+        return next(iter(targets)) if len(targets) == 1 else None
+
+    def import_binding(self, name: str, scope: Scope) -> tuple[ImportRecord, cst.ImportAlias, str] | None:
+        """The import statement and alias that bind ``name`` as seen from ``scope``."""
+        found = self.bindings_of(name, scope)
+        if not found or self.lookup(name, scope) is None:
+            return None
+        owner = found[0].scope
+        for record in reversed(self.imports):
+            if record.scope is owner:
+                for alias, bound, target in record.aliases:
+                    if bound == name:
+                        return record, alias, target
+        return None
+
+    def qualname(self, node: cst.CSTNode, scope: Scope) -> str | None:
+        """``torch.amp.GradScaler`` for ``amp.GradScaler`` after ``from torch import amp``."""
+        parts = S.dotted_parts(node)
+        if not parts:
+            return None
+        head = self.lookup(parts[0], scope)
+        if head is None:
+            return None
+        return self.canonical_name(".".join([head, *parts[1:]]))
+
+    resolve = qualname
+
+    @cached_property
+    def import_bound_names(self) -> set[str]:
+        return {name for scope in self.scopes for name, found in scope.bindings.items() if any(b.is_import for b in found)}
+
+    def references_to(self, predicate) -> Iterator[tuple[Reference, str]]:
+        """References whose canonical qualified name satisfies ``predicate``."""
+        bound = self.import_bound_names
+        for ref in self.references:
+            if ref.parts[0] not in bound:
+                continue
+            qualname = self.qualname(ref.node, ref.ctx.scope)
+            if qualname is not None and predicate(qualname):
+                yield ref, qualname
+
+    def attribute_bindings(self, class_scope: Scope | None, attribute: str) -> list[Binding]:
+        """``self.<attribute> = ...`` assignments made in the methods of ``class_scope``."""
+        return list(class_scope.attributes.get(attribute, ())) if class_scope is not None else []

@@ -1,0 +1,65 @@
+"""Same-file calls: which functions a call may run, and who calls a set of functions."""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+import libcst as cst
+
+from amplint.semantic.records import CallSite, FunctionInfo, Scope
+
+
+class CallGraph:
+    """Mixed into :class:`~amplint.semantic.model.SemanticModel`; reads ``calls`` and ``functions``."""
+
+    calls: list[CallSite]
+    functions: list[FunctionInfo]
+    function_by_node: dict[cst.FunctionDef, FunctionInfo]
+
+    @cached_property
+    def functions_by_name(self) -> dict[str, list[FunctionInfo]]:
+        out: dict[str, list[FunctionInfo]] = {}
+        for info in self.functions:
+            out.setdefault(info.node.name.value, []).append(info)
+        return out
+
+    def function_of(self, scope: Scope) -> FunctionInfo | None:
+        node = scope.function.node
+        return self.function_by_node.get(node) if isinstance(node, cst.FunctionDef) else None
+
+    def called_functions(self, site: CallSite) -> list[FunctionInfo]:
+        """Same-file functions a call may run: ``f(...)``, ``self.f(...)``, ``cls.f(...)``."""
+        text = site.func_text
+        if text is None:
+            return []
+        parts = text.split(".")
+        if len(parts) == 1:
+            if self.lookup(parts[0], site.ctx.scope) is not None:
+                return []
+            return [f for f in self.functions_by_name.get(parts[0], []) if f.class_name is None]
+        if len(parts) == 2 and parts[0] in ("self", "cls"):
+            own = self.function_of(site.ctx.scope)
+            candidates = self.functions_by_name.get(parts[1], [])
+            same_class = [f for f in candidates if own is not None and f.class_name == own.class_name]
+            return same_class or [f for f in candidates if f.class_name is not None]
+        return []
+
+    def calls_into(self, site: CallSite, scopes: set[Scope]) -> bool:
+        """The call may run one of the functions whose scopes are ``scopes``."""
+        return any(f.scope in scopes for f in self.called_functions(site))
+
+    def callers_closure(self, scopes: set[Scope]) -> set[Scope]:
+        """``scopes`` and every scope that (transitively, within this file) calls into them."""
+        result = set(scopes)
+        changed = True
+        while changed:
+            changed = False
+            for site in self.calls:
+                if site.ctx.scope not in result and self.calls_into(site, result):
+                    result.add(site.ctx.scope)
+                    changed = True
+        return result
+
+    def callers_of(self, function: FunctionInfo) -> list[CallSite]:
+        """Calls in this file that may run ``function``."""
+        return [site for site in self.calls if function in self.called_functions(site)]

@@ -1,0 +1,96 @@
+"""The semantic model of one module: the walk's records plus the questions asked of them.
+
+It knows nothing about torch. :class:`SemanticModel` runs the one walk
+(:class:`~amplint.semantic.collector.Collector`) and answers, through its parts:
+
+- bindings (:mod:`amplint.semantic.bindings`): what a name or dotted expression resolves to;
+- flow (:mod:`amplint.semantic.flow`): containment, exclusive branches, blocks;
+- the call graph (:mod:`amplint.semantic.callgraph`): same-file calls and their callers;
+- values (:mod:`amplint.semantic.values`): the calls an expression may evaluate to.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+import libcst as cst
+from libcst.metadata import CodeRange
+
+from amplint.semantic.bindings import BindingQueries
+from amplint.semantic.callgraph import CallGraph
+from amplint.semantic.collector import Collector
+from amplint.semantic.flow import FlowQueries
+from amplint.semantic.records import Assignment, CallSite, Context, Reference, Scope
+
+
+class SemanticModel(BindingQueries, FlowQueries, CallGraph):
+    def __init__(self, module: cst.Module, positions: dict[cst.CSTNode, CodeRange], path: str):
+        self.module = module
+        self.path = path
+        self._positions = positions
+        collector = Collector()
+        collector.walk(module)
+        self.records = collector
+        self.scopes = collector.scopes
+        self.calls = collector.calls
+        self.assignments = collector.assignments
+        self.references = collector.references
+        self.imports = collector.imports
+        self.functions = collector.functions
+        self.function_by_node = collector.function_by_node
+        self.loops = collector.loops
+        self.parents = collector.parents
+        self.spans = collector.spans
+        for site in self.calls:
+            site.qualname = self.qualname(site.node.func, site.ctx.scope)
+
+    # -- source
+    def position(self, node: cst.CSTNode) -> CodeRange:
+        return self._positions[node]
+
+    def code(self, node: cst.CSTNode) -> str:
+        return self.module.code_for_node(node)
+
+    @cached_property
+    def lines(self) -> list[str]:
+        return self.module.code.splitlines()
+
+    # -- records by node
+    def call_site(self, node: cst.Call) -> CallSite | None:
+        """The recorded :class:`CallSite` of a call node of this module."""
+        return self.records.call_by_node.get(node)
+
+    def calls_within(self, node: cst.CSTNode) -> list[CallSite]:
+        """Call sites inside ``node`` (itself excluded), in source order."""
+        return [s for s in self.calls if s.node is not node and self.within(s.node, node)]
+
+    def references_within(self, node: cst.CSTNode) -> list[Reference]:
+        """Dotted-name references inside ``node``."""
+        return [r for r in self.references if self.within(r.node, node)]
+
+    @cached_property
+    def calls_by_stmt(self) -> dict[cst.CSTNode, list[CallSite]]:
+        """Innermost statement -> the calls written in it (a compound's header calls too)."""
+        out: dict[cst.CSTNode, list[CallSite]] = {}
+        for site in self.calls:
+            if site.ctx.stmt is not None:
+                out.setdefault(site.ctx.stmt, []).append(site)
+        return out
+
+    @cached_property
+    def with_contexts(self) -> dict[cst.With, Context]:
+        """Where each ``with`` statement sits (its scope, loops, branches)."""
+        return {node: ctx for node, ctx in self.records.withs}
+
+    # -- assignments
+    def assignments_to(self, key: str, scope: Scope | None = None) -> list[Assignment]:
+        """Assignments to the dotted text ``key``; seen from ``scope``: those in it or at module
+        level, and for ``self.x`` those in methods of the same class."""
+        out = [a for a in self.assignments if key in a.targets]
+        if scope is not None:
+            if key.startswith("self."):
+                own = self.function_of(scope)
+                out = [a for a in out if (fn := self.function_of(a.ctx.scope)) is not None and own is not None and fn.class_name == own.class_name]
+            else:
+                out = [a for a in out if a.ctx.scope is scope or a.ctx.scope.kind == "module"]
+        return out
