@@ -21,12 +21,19 @@ CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 
 _VERIFY_HELP = "Run a training script with AMP and check that it still trains (needs amplint[runtime])."
 
 
+def _one_line(message: str) -> str:
+    # Messages name files and quote input: keep them one inert line on the terminal.
+    from amplint.report.escape import path_text, terminal
+
+    return terminal(path_text(message))
+
+
 def _error(message: str) -> None:
-    click.echo(f"amplint: error: {message}", err=True)
+    click.echo(f"amplint: error: {_one_line(message)}", err=True)
 
 
 def _warning(message: str) -> None:
-    click.echo(f"amplint: warning: {message}", err=True)
+    click.echo(f"amplint: warning: {_one_line(message)}", err=True)
 
 
 class Failure(Exception):
@@ -334,7 +341,7 @@ def _show_fixes(changed, settings, mode: str) -> None:
     for result in changed:
         before = Counter(f.code for f in lint_text(result.original_source or "", result.filename, settings).findings)
         after = Counter(f.code for f in result.findings)
-        click.echo(f"- {result.filename}:", err=True)
+        click.echo(f"- {_one_line(result.filename)}:", err=True)
         for code in sorted(before):
             count = before[code] - after.get(code, 0)
             if count > 0:

@@ -46,6 +46,18 @@ class ReportContext:
             cache[filename] = _LINE_BREAK.split(text) if text is not None else []
         return cache[filename]
 
+    def display_name(self, filename: str) -> str:
+        """The name a finding is reported under, as text any output encoding accepts."""
+        from amplint.report.escape import path_text
+
+        return path_text(filename)
+
+    def absolute_name(self, filename: str) -> str:
+        """The absolute path of a reported file (the name itself when unknown), as text."""
+        from amplint.report.escape import path_text
+
+        return path_text(self.paths.get(filename, filename))
+
     def applicable(self, finding: Finding) -> bool:
         """Whether ``--fix`` (with the flags of this run) would apply the finding's fix."""
         fix = finding.fix
