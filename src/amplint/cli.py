@@ -16,7 +16,14 @@ import click
 import amplint
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-OUTPUT_FORMATS = ("full", "concise", "json", "sarif", "github", "text")
+# The same names as amplint.report.FORMATS (a test keeps them equal), written out so that
+# building the command line imports no reporter.
+OUTPUT_FORMATS = (
+    "full", "concise", "grouped", "json", "json-lines", "junit", "github", "gitlab", "pylint", "azure", "sarif",
+    "rdjson", "text",
+)
+# Formats that print fix edits, which cost a render per fix to compute.
+EDIT_FORMATS = frozenset({"json", "json-lines", "rdjson"})
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 _VERIFY_HELP = "Run a training script with AMP and check that it still trains (needs amplint[runtime])."
 
@@ -169,7 +176,8 @@ def _project_root(config, start: Path) -> Path:
 @click.option("--force-exclude", is_flag=True, help="Apply excludes to files named explicitly too (for pre-commit).")
 @click.option("--respect-gitignore/--no-respect-gitignore", default=True, show_default=True, help="Skip files ignored by .gitignore.")
 @click.option("--output-format", "--format", "output_format", type=click.Choice(OUTPUT_FORMATS), default=None,
-              help="full (default; alias text), concise, json, sarif or github.")
+              help="full (default; alias text), concise, grouped, json, json-lines, junit, github, gitlab, pylint, "
+                   "azure, sarif or rdjson.")
 @click.option("--statistics", is_flag=True, help="Show the number of findings per rule instead of the findings.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only: no summary, no warnings.")
@@ -246,9 +254,9 @@ def _check(paths: list[str], **options) -> int:
     human = output_format in HUMAN_FORMATS
     quiet = options["quiet"]
 
-    edits = output_format == "json" and not options["statistics"]  # only json prints fix edits
+    edits = output_format in EDIT_FORMATS and not options["statistics"]
     if use_stdin:
-        results, paths_map, had_usage_error = _run_stdin(settings, mode, options, output_format), {}, False
+        results, paths_map, had_usage_error = _run_stdin(settings, mode, options, edits), {}, False
     else:
         results, paths_map, had_usage_error = _run_files(
             paths or ["."], settings, config, start, mode, options, quiet, edits
@@ -400,7 +408,7 @@ def _run_files(paths, settings, config, start, mode, options, quiet, edits):
     return results, paths_map, bool(found.missing)
 
 
-def _run_stdin(settings, mode, options, output_format):
+def _run_stdin(settings, mode, options, edits: bool):
     from amplint.engine import lint_text
     from amplint.model import FileError, FileResult
     from amplint.sourcefile import SourceError, decode_source, encode_source
@@ -416,7 +424,7 @@ def _run_stdin(settings, mode, options, output_format):
         return [FileResult(filename=filename, errors=[FileError(filename, str(exc))])]
     try:
         result = lint_text(source.text, filename, settings, fix=mode in ("fix", "diff"), unsafe=options["unsafe_fixes"],
-                            edits=output_format == "json")
+                            edits=edits)
     except Exception as exc:  # noqa: BLE001 - report, never a traceback
         result = FileResult(filename=filename, errors=[FileError(filename, f"{filename}: internal error: {type(exc).__name__}: {exc}", internal=True)])
         result.source = source.text

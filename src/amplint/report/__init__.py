@@ -13,16 +13,37 @@ from typing import Callable, Sequence
 
 from amplint.model import FileResult, Finding
 
-FORMATS = ("full", "concise", "json", "sarif", "github")
+FORMATS = (
+    "full",
+    "concise",
+    "grouped",
+    "json",
+    "json-lines",
+    "junit",
+    "github",
+    "gitlab",
+    "pylint",
+    "azure",
+    "sarif",
+    "rdjson",
+)
 ALIASES = {"text": "full"}
-HUMAN_FORMATS = frozenset({"full", "concise"})
+# Formats read by people: they get the summary line and warnings on stderr.
+HUMAN_FORMATS = frozenset({"full", "concise", "grouped"})
 
 _MODULES = {
     "full": "text",
     "concise": "text",
+    "grouped": "grouped",
     "json": "json",
-    "sarif": "sarif",
+    "json-lines": "json_lines",
+    "junit": "junit",
     "github": "github",
+    "gitlab": "gitlab",
+    "pylint": "pylint",
+    "azure": "azure",
+    "sarif": "sarif",
+    "rdjson": "rdjson",
 }
 
 SYNTAX_ERROR_NAME = "syntax-error"
