@@ -176,8 +176,11 @@ def _project_root(config, start: Path) -> Path:
 @click.option("--force-exclude", is_flag=True, help="Apply excludes to files named explicitly too (for pre-commit).")
 @click.option("--respect-gitignore/--no-respect-gitignore", default=True, show_default=True, help="Skip files ignored by .gitignore.")
 @click.option("--output-format", "--format", "output_format", type=click.Choice(OUTPUT_FORMATS), default=None,
+              envvar="AMPLINT_OUTPUT_FORMAT", show_envvar=True,
               help="full (default; alias text), concise, grouped, json, json-lines, junit, github, gitlab, pylint, "
-                   "azure, sarif or rdjson.")
+                   "azure, sarif or rdjson. Also the `output-format` configuration key.")
+@click.option("-o", "--output-file", metavar="PATH", envvar="AMPLINT_OUTPUT_FILE", show_envvar=True,
+              type=click.Path(dir_okay=False, path_type=str), help="Write the findings (or the diff) to PATH instead of stdout.")
 @click.option("--statistics", is_flag=True, help="Show the number of findings per rule instead of the findings.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only: no summary, no warnings.")
@@ -245,9 +248,9 @@ def _settings_and_config(paths: list[str], options: dict):
 def _check(paths: list[str], **options) -> int:
     from amplint.report import HUMAN_FORMATS, canonical_format
 
-    output_format = canonical_format(options["output_format"] or "full")
     mode = "diff" if options["diff"] else "fix" if options["fix"] else "check"
     settings, config, start = _settings_and_config(paths, options)
+    output_format = canonical_format(options["output_format"] or config.output_format or "full")
     use_stdin = paths == ["-"] or (not paths and options["stdin_filename"] is not None)
     if "-" in paths and not use_stdin:
         raise Failure("`-` (stdin) cannot be combined with other paths")
@@ -285,17 +288,13 @@ def _check(paths: list[str], **options) -> int:
         from amplint.report.diff import render_diffs
 
         text = render_diffs(changed)
-        if text:
-            out.write(text)
     else:
         reporter = get_reporter(output_format)
         if options["statistics"]:
             text = reporter.render_statistics(statistics(findings, context), context)
         else:
             text = reporter.render(findings, context)
-        if text or not human:
-            out.write(text)
-    out.flush()
+    _write_report(text, options["output_file"], out)
 
     if options["show_fixes"] and mode in ("fix", "diff"):
         _show_fixes(changed, settings, mode)
@@ -309,6 +308,22 @@ def _check(paths: list[str], **options) -> int:
     if mode == "diff":
         return EXIT_FINDINGS if changed else EXIT_OK
     return EXIT_FINDINGS if findings or unreadable else EXIT_OK
+
+
+def _write_report(text: str, output_file: str | None, stream) -> None:
+    """The report goes to ``--output-file`` when given (its folder created, like ruff), else to ``stream``."""
+    if output_file is None:
+        if text:
+            stream.write(text)
+        stream.flush()
+        return
+    path = Path(output_file)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+    except OSError as exc:
+        raise Failure(f"--output-file {output_file}: cannot write ({exc.strerror or exc})") from None
 
 
 def _summary(mode: str, findings, fixed: int, changed, unreadable: int, context) -> str:
