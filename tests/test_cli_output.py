@@ -1,5 +1,5 @@
 """Where the report goes and in which format: --output-format, AMPLINT_OUTPUT_FORMAT, the
-``output-format`` key, --output-file."""
+``output-format`` key, --output-file; and a summary that never claims what was not checked."""
 
 from __future__ import annotations
 
@@ -77,6 +77,13 @@ def test_output_file_for_human_formats_keeps_the_summary_on_stderr(cli, files, t
     assert clean.exit_code == 0 and (tmp_path / "out.txt").read_text(encoding="utf-8") == ""  # replaced, not kept
 
 
+def test_output_file_from_the_environment(cli, files, tmp_path, monkeypatch):
+    files({"a.py": DEPRECATED})
+    monkeypatch.setenv("AMPLINT_OUTPUT_FILE", "env.txt")
+    run = cli("check", "a.py", "--no-cache", "--output-format", "pylint")
+    assert run.stdout == "" and (tmp_path / "env.txt").read_text(encoding="utf-8").startswith("a.py:2: [AMP001]")
+
+
 def test_output_file_takes_the_diff(cli, files, tmp_path):
     files({"a.py": DEPRECATED})
     run = cli("check", "a.py", "--no-cache", "--diff", "-o", "fix.diff")
@@ -89,3 +96,37 @@ def test_unwritable_output_file_is_one_line_error(cli, files, tmp_path):
     run = cli("check", "a.py", "--no-cache", "-o", "blocker/out.json")
     assert run.exit_code == 2
     assert run.stderr.splitlines()[-1].startswith("amplint: error: --output-file blocker/out.json: cannot write")
+
+
+# --------------------------------------------------------------------------- summary
+
+
+def test_missing_path_alone_is_not_all_checks_passed(cli, files):
+    run = cli("check", "nonexist.py", "--no-cache")
+    assert run.exit_code == 2
+    assert "All checks passed!" not in run.stderr
+    assert run.stderr.splitlines() == [
+        "amplint: error: no such file or directory: nonexist.py",
+        "No findings in the files checked. 1 path not found.",
+    ]
+
+
+def test_missing_path_beside_a_clean_file(cli, files):
+    files({"ok.py": "x = 1\n"})
+    run = cli("check", "ok.py", "nope.py", "gone/", "--no-cache")
+    assert run.exit_code == 2
+    assert run.stderr.splitlines()[-1] == "No findings in the files checked. 2 paths not found."
+
+
+def test_unreadable_file_is_not_all_checks_passed(cli, files, tmp_path):
+    (tmp_path / "latin.py").write_bytes(b"x = '\xff'\n")
+    run = cli("check", "latin.py", "--no-cache")
+    assert run.exit_code == 1
+    assert "All checks passed!" not in run.stderr
+    assert run.stderr.splitlines()[-1] == "No findings in the files checked. 1 file could not be checked."
+
+
+def test_clean_run_still_says_all_checks_passed(cli, files):
+    files({"ok.py": "x = 1\n"})
+    run = cli("check", "ok.py", "--no-cache")
+    assert run.exit_code == 0 and run.stderr == "All checks passed!\n"

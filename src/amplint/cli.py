@@ -259,9 +259,9 @@ def _check(paths: list[str], **options) -> int:
 
     edits = output_format in EDIT_FORMATS and not options["statistics"]
     if use_stdin:
-        results, paths_map, had_usage_error = _run_stdin(settings, mode, options, edits), {}, False
+        results, paths_map, missing = _run_stdin(settings, mode, options, edits), {}, 0
     else:
-        results, paths_map, had_usage_error = _run_files(
+        results, paths_map, missing = _run_files(
             paths or ["."], settings, config, start, mode, options, quiet, edits
         )
 
@@ -279,6 +279,7 @@ def _check(paths: list[str], **options) -> int:
             _error(error.message)
             internal = internal or error.internal
             unreadable += not error.internal
+    unchecked = sum(1 for result in results if result.errors)
 
     fixed = sum(r.fixed_count for r in results)
     changed = [r for r in results if r.changed]
@@ -299,9 +300,9 @@ def _check(paths: list[str], **options) -> int:
     if options["show_fixes"] and mode in ("fix", "diff"):
         _show_fixes(changed, settings, mode)
     if human and not quiet:
-        click.echo(_summary(mode, findings, fixed, changed, unreadable, context), err=True)
+        click.echo(_summary(mode, findings, fixed, changed, unchecked, missing, context), err=True)
 
-    if internal or had_usage_error:
+    if internal or missing:
         return EXIT_ERROR
     if options["exit_zero"]:
         return EXIT_OK
@@ -326,7 +327,7 @@ def _write_report(text: str, output_file: str | None, stream) -> None:
         raise Failure(f"--output-file {output_file}: cannot write ({exc.strerror or exc})") from None
 
 
-def _summary(mode: str, findings, fixed: int, changed, unreadable: int, context) -> str:
+def _summary(mode: str, findings, fixed: int, changed, unchecked: int, missing: int, context) -> str:
     remaining = len(findings)
     if mode == "diff":
         line = f"Would fix {_plural(fixed, 'error')}." if changed else "No errors would be fixed."
@@ -343,10 +344,14 @@ def _summary(mode: str, findings, fixed: int, changed, unreadable: int, context)
         if hidden:
             notes.append(f"{hidden} fixable with --fix --unsafe-fixes")
         line = f"Found {_plural(remaining, 'error')}" + (f" ({', '.join(notes)})" if notes else "") + "."
+    elif unchecked or missing:
+        line = "No findings in the files checked."  # never "All checks passed!" when something was not checked
     else:
         line = "All checks passed!"
-    if unreadable:
-        line += f" {_plural(unreadable, 'file')} could not be checked."
+    if unchecked:
+        line += f" {_plural(unchecked, 'file')} could not be checked."
+    if missing:
+        line += f" {_plural(missing, 'path')} not found."
     return line
 
 
@@ -420,7 +425,7 @@ def _run_files(paths, settings, config, start, mode, options, quiet, edits):
             cache.prune()
         except OSError:
             pass
-    return results, paths_map, bool(found.missing)
+    return results, paths_map, len(found.missing)
 
 
 def _run_stdin(settings, mode, options, edits: bool):
