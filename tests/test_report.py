@@ -28,7 +28,8 @@ def context(source: str | None = None, **kwargs) -> ReportContext:
 
 
 def test_get_reporter_names_and_alias():
-    assert FORMATS == ("full", "concise", "json", "sarif", "github")
+    assert FORMATS == ("full", "concise", "grouped", "json", "json-lines", "junit", "github", "gitlab", "pylint",
+                       "azure", "sarif", "rdjson")
     assert canonical_format("text") == "full"
     with pytest.raises(ValueError, match="unknown output format 'xml'"):
         get_reporter("xml")

@@ -16,17 +16,31 @@ import click
 import amplint
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-OUTPUT_FORMATS = ("full", "concise", "json", "sarif", "github", "text")
+# The same names as amplint.report.FORMATS (a test keeps them equal), written out so that
+# building the command line imports no reporter.
+OUTPUT_FORMATS = (
+    "full", "concise", "grouped", "json", "json-lines", "junit", "github", "gitlab", "pylint", "azure", "sarif",
+    "rdjson", "text",
+)
+# Formats that print fix edits, which cost a render per fix to compute.
+EDIT_FORMATS = frozenset({"json", "json-lines", "rdjson"})
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 _VERIFY_HELP = "Run a training script with AMP and check that it still trains (needs amplint[runtime])."
 
 
+def _one_line(message: str) -> str:
+    # Messages name files and quote input: keep them one inert line on the terminal.
+    from amplint.report.escape import path_text, terminal
+
+    return terminal(path_text(message))
+
+
 def _error(message: str) -> None:
-    click.echo(f"amplint: error: {message}", err=True)
+    click.echo(f"amplint: error: {_one_line(message)}", err=True)
 
 
 def _warning(message: str) -> None:
-    click.echo(f"amplint: warning: {message}", err=True)
+    click.echo(f"amplint: warning: {_one_line(message)}", err=True)
 
 
 class Failure(Exception):
@@ -162,7 +176,11 @@ def _project_root(config, start: Path) -> Path:
 @click.option("--force-exclude", is_flag=True, help="Apply excludes to files named explicitly too (for pre-commit).")
 @click.option("--respect-gitignore/--no-respect-gitignore", default=True, show_default=True, help="Skip files ignored by .gitignore.")
 @click.option("--output-format", "--format", "output_format", type=click.Choice(OUTPUT_FORMATS), default=None,
-              help="full (default; alias text), concise, json, sarif or github.")
+              envvar="AMPLINT_OUTPUT_FORMAT", show_envvar=True,
+              help="full (default; alias text), concise, grouped, json, json-lines, junit, github, gitlab, pylint, "
+                   "azure, sarif or rdjson. Also the `output-format` configuration key.")
+@click.option("-o", "--output-file", metavar="PATH", envvar="AMPLINT_OUTPUT_FILE", show_envvar=True,
+              type=click.Path(dir_okay=False, path_type=str), help="Write the findings (or the diff) to PATH instead of stdout.")
 @click.option("--statistics", is_flag=True, help="Show the number of findings per rule instead of the findings.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only: no summary, no warnings.")
@@ -230,20 +248,20 @@ def _settings_and_config(paths: list[str], options: dict):
 def _check(paths: list[str], **options) -> int:
     from amplint.report import HUMAN_FORMATS, canonical_format
 
-    output_format = canonical_format(options["output_format"] or "full")
     mode = "diff" if options["diff"] else "fix" if options["fix"] else "check"
     settings, config, start = _settings_and_config(paths, options)
+    output_format = canonical_format(options["output_format"] or config.output_format or "full")
     use_stdin = paths == ["-"] or (not paths and options["stdin_filename"] is not None)
     if "-" in paths and not use_stdin:
         raise Failure("`-` (stdin) cannot be combined with other paths")
     human = output_format in HUMAN_FORMATS
     quiet = options["quiet"]
 
-    edits = output_format == "json" and not options["statistics"]  # only json prints fix edits
+    edits = output_format in EDIT_FORMATS and not options["statistics"]
     if use_stdin:
-        results, paths_map, had_usage_error = _run_stdin(settings, mode, options, output_format), {}, False
+        results, paths_map, missing = _run_stdin(settings, mode, options, edits), {}, 0
     else:
-        results, paths_map, had_usage_error = _run_files(
+        results, paths_map, missing = _run_files(
             paths or ["."], settings, config, start, mode, options, quiet, edits
         )
 
@@ -261,6 +279,7 @@ def _check(paths: list[str], **options) -> int:
             _error(error.message)
             internal = internal or error.internal
             unreadable += not error.internal
+    unchecked = sum(1 for result in results if result.errors)
 
     fixed = sum(r.fixed_count for r in results)
     changed = [r for r in results if r.changed]
@@ -270,24 +289,20 @@ def _check(paths: list[str], **options) -> int:
         from amplint.report.diff import render_diffs
 
         text = render_diffs(changed)
-        if text:
-            out.write(text)
     else:
         reporter = get_reporter(output_format)
         if options["statistics"]:
             text = reporter.render_statistics(statistics(findings, context), context)
         else:
             text = reporter.render(findings, context)
-        if text or not human:
-            out.write(text)
-    out.flush()
+    _write_report(text, options["output_file"], out)
 
     if options["show_fixes"] and mode in ("fix", "diff"):
         _show_fixes(changed, settings, mode)
     if human and not quiet:
-        click.echo(_summary(mode, findings, fixed, changed, unreadable, context), err=True)
+        click.echo(_summary(mode, findings, fixed, changed, unchecked, missing, context), err=True)
 
-    if internal or had_usage_error:
+    if internal or missing:
         return EXIT_ERROR
     if options["exit_zero"]:
         return EXIT_OK
@@ -296,7 +311,23 @@ def _check(paths: list[str], **options) -> int:
     return EXIT_FINDINGS if findings or unreadable else EXIT_OK
 
 
-def _summary(mode: str, findings, fixed: int, changed, unreadable: int, context) -> str:
+def _write_report(text: str, output_file: str | None, stream) -> None:
+    """The report goes to ``--output-file`` when given (its folder created, like ruff), else to ``stream``."""
+    if output_file is None:
+        if text:
+            stream.write(text)
+        stream.flush()
+        return
+    path = Path(output_file)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+    except OSError as exc:
+        raise Failure(f"--output-file {output_file}: cannot write ({exc.strerror or exc})") from None
+
+
+def _summary(mode: str, findings, fixed: int, changed, unchecked: int, missing: int, context) -> str:
     remaining = len(findings)
     if mode == "diff":
         line = f"Would fix {_plural(fixed, 'error')}." if changed else "No errors would be fixed."
@@ -313,10 +344,14 @@ def _summary(mode: str, findings, fixed: int, changed, unreadable: int, context)
         if hidden:
             notes.append(f"{hidden} fixable with --fix --unsafe-fixes")
         line = f"Found {_plural(remaining, 'error')}" + (f" ({', '.join(notes)})" if notes else "") + "."
+    elif unchecked or missing:
+        line = "No findings in the files checked."  # never "All checks passed!" when something was not checked
     else:
         line = "All checks passed!"
-    if unreadable:
-        line += f" {_plural(unreadable, 'file')} could not be checked."
+    if unchecked:
+        line += f" {_plural(unchecked, 'file')} could not be checked."
+    if missing:
+        line += f" {_plural(missing, 'path')} not found."
     return line
 
 
@@ -334,7 +369,7 @@ def _show_fixes(changed, settings, mode: str) -> None:
     for result in changed:
         before = Counter(f.code for f in lint_text(result.original_source or "", result.filename, settings).findings)
         after = Counter(f.code for f in result.findings)
-        click.echo(f"- {result.filename}:", err=True)
+        click.echo(f"- {_one_line(result.filename)}:", err=True)
         for code in sorted(before):
             count = before[code] - after.get(code, 0)
             if count > 0:
@@ -390,10 +425,10 @@ def _run_files(paths, settings, config, start, mode, options, quiet, edits):
             cache.prune()
         except OSError:
             pass
-    return results, paths_map, bool(found.missing)
+    return results, paths_map, len(found.missing)
 
 
-def _run_stdin(settings, mode, options, output_format):
+def _run_stdin(settings, mode, options, edits: bool):
     from amplint.engine import lint_text
     from amplint.model import FileError, FileResult
     from amplint.sourcefile import SourceError, decode_source, encode_source
@@ -409,7 +444,7 @@ def _run_stdin(settings, mode, options, output_format):
         return [FileResult(filename=filename, errors=[FileError(filename, str(exc))])]
     try:
         result = lint_text(source.text, filename, settings, fix=mode in ("fix", "diff"), unsafe=options["unsafe_fixes"],
-                            edits=output_format == "json")
+                            edits=edits)
     except Exception as exc:  # noqa: BLE001 - report, never a traceback
         result = FileResult(filename=filename, errors=[FileError(filename, f"{filename}: internal error: {type(exc).__name__}: {exc}", internal=True)])
         result.source = source.text

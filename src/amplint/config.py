@@ -25,6 +25,7 @@ KEYS = (
     "exclude",
     "extend-exclude",
     "target-torch",
+    "output-format",
 )
 
 
@@ -43,6 +44,7 @@ class Config:
     extend_exclude: tuple[str, ...] = ()
     target_torch: tuple[int, int] | None = None
     target_torch_text: str | None = field(default=None, compare=False)
+    output_format: str | None = None  # None: not set (the CLI's default)
 
     @property
     def root(self) -> Path:
@@ -132,6 +134,14 @@ def _selectors(value: Any, where: str) -> tuple[str, ...]:
     return items
 
 
+def _output_format(value: Any, where: str) -> str:
+    from amplint.report import ALIASES, FORMATS
+
+    if not isinstance(value, str) or (value not in FORMATS and value not in ALIASES):
+        raise ConfigError(f"{where} must be one of: {', '.join(FORMATS)}")
+    return value
+
+
 def parse_table(table: dict[str, Any], label: str, path: Path | None) -> Config:
     """Validate a settings table (already read from ``label``) into a :class:`Config`."""
     from amplint.settings import SelectionError, parse_torch_version
@@ -162,6 +172,8 @@ def parse_table(table: dict[str, Any], label: str, path: Path | None) -> Config:
             except SelectionError as exc:
                 raise ConfigError(f"{where}: {exc}") from None
             values["target_torch_text"] = value
+        elif key == "output-format":
+            values["output_format"] = _output_format(value, where)
     return Config(path=path, **values)
 
 

@@ -13,16 +13,37 @@ from typing import Callable, Sequence
 
 from amplint.model import FileResult, Finding
 
-FORMATS = ("full", "concise", "json", "sarif", "github")
+FORMATS = (
+    "full",
+    "concise",
+    "grouped",
+    "json",
+    "json-lines",
+    "junit",
+    "github",
+    "gitlab",
+    "pylint",
+    "azure",
+    "sarif",
+    "rdjson",
+)
 ALIASES = {"text": "full"}
-HUMAN_FORMATS = frozenset({"full", "concise"})
+# Formats read by people: they get the summary line and warnings on stderr.
+HUMAN_FORMATS = frozenset({"full", "concise", "grouped"})
 
 _MODULES = {
     "full": "text",
     "concise": "text",
+    "grouped": "grouped",
     "json": "json",
-    "sarif": "sarif",
+    "json-lines": "json_lines",
+    "junit": "junit",
     "github": "github",
+    "gitlab": "gitlab",
+    "pylint": "pylint",
+    "azure": "azure",
+    "sarif": "sarif",
+    "rdjson": "rdjson",
 }
 
 SYNTAX_ERROR_NAME = "syntax-error"
@@ -45,6 +66,18 @@ class ReportContext:
             # Only \n, \r\n and \r end a line for the parser (str.splitlines also splits on \f, \x1c...).
             cache[filename] = _LINE_BREAK.split(text) if text is not None else []
         return cache[filename]
+
+    def display_name(self, filename: str) -> str:
+        """The name a finding is reported under, as text any output encoding accepts."""
+        from amplint.report.escape import path_text
+
+        return path_text(filename)
+
+    def absolute_name(self, filename: str) -> str:
+        """The absolute path of a reported file (the name itself when unknown), as text."""
+        from amplint.report.escape import path_text
+
+        return path_text(self.paths.get(filename, filename))
 
     def applicable(self, finding: Finding) -> bool:
         """Whether ``--fix`` (with the flags of this run) would apply the finding's fix."""

@@ -6,12 +6,16 @@ import difflib
 from typing import Iterable
 
 from amplint.model import FileResult
+from amplint.report.escape import path_text, terminal
 
 
 def file_diff(filename: str, before: str, after: str) -> str:
+    # The header is one line naming the file, whatever characters the name holds; the hunks
+    # stay byte-exact so that the diff still applies.
+    header = terminal(path_text(filename))
     lines = []
     for line in difflib.unified_diff(
-        before.splitlines(keepends=True), after.splitlines(keepends=True), fromfile=filename, tofile=filename
+        before.splitlines(keepends=True), after.splitlines(keepends=True), fromfile=header, tofile=header
     ):
         lines.append(line)
         if not line.endswith("\n"):

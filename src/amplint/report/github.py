@@ -22,9 +22,9 @@ def escape_property(value: str) -> str:
     return escape_data(value).replace(":", "%3A").replace(",", "%2C")
 
 
-def annotation(finding: Finding) -> str:
+def annotation(finding: Finding, context: ReportContext) -> str:
     props = (
-        ("file", finding.filename),
+        ("file", context.display_name(finding.filename)),
         ("line", str(finding.location.row)),
         ("col", str(finding.location.column)),
         ("endLine", str(finding.end_location.row)),
@@ -36,4 +36,4 @@ def annotation(finding: Finding) -> str:
 
 
 def render(findings: Sequence[Finding], context: ReportContext) -> str:
-    return "".join(annotation(finding) + "\n" for finding in findings)
+    return "".join(annotation(finding, context) + "\n" for finding in findings)

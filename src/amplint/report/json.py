@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from typing import Sequence
 
 from amplint.model import Finding
 from amplint.report import ReportContext, rule_url
+from amplint.report.escape import dumps
 
 
 def _location(location) -> dict:
@@ -27,7 +27,7 @@ def finding_dict(finding: Finding, context: ReportContext) -> dict:
     return {
         "code": finding.code,
         "message": finding.message,
-        "filename": context.paths.get(finding.filename, finding.filename),
+        "filename": context.absolute_name(finding.filename),
         "location": _location(finding.location),
         "end_location": _location(finding.end_location),
         "fix": fix,
@@ -38,9 +38,9 @@ def finding_dict(finding: Finding, context: ReportContext) -> dict:
 
 
 def render(findings: Sequence[Finding], context: ReportContext) -> str:
-    return json.dumps([finding_dict(f, context) for f in findings], indent=2, ensure_ascii=False) + "\n"
+    return dumps([finding_dict(f, context) for f in findings], indent=2) + "\n"
 
 
 def render_statistics(rows: Sequence[dict], context: ReportContext) -> str:
     keys = ("code", "name", "count", "fixable")
-    return json.dumps([{key: row[key] for key in keys} for row in rows], indent=2) + "\n"
+    return dumps([{key: row[key] for key in keys} for row in rows], indent=2) + "\n"

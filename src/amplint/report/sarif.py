@@ -2,12 +2,14 @@
 
 One run; ``tool.driver.rules`` lists every rule (plus AMP000 for syntax errors); each result
 points at its rule by ``ruleId`` and ``ruleIndex`` and at the file by a URI relative to
-``%SRCROOT%`` (the current directory, which is the repository root in CI).
+``%SRCROOT%`` (the current directory, which is the repository root in CI). A file outside that
+directory gets an absolute ``file:`` URI and no ``uriBaseId``: SARIF allows a base only under a
+relative reference (the validator's SARIF1004). URIs are percent-encoded from the file name's
+bytes, so any name gives a valid URI.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Sequence
@@ -16,6 +18,7 @@ from urllib.parse import quote
 import amplint
 from amplint.model import Finding, Severity
 from amplint.report import ReportContext
+from amplint.report.escape import dumps
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 INFORMATION_URI = "https://github.com/amplint/amplint"
@@ -55,16 +58,21 @@ def _rule_descriptors() -> list[dict]:
     return out
 
 
-def _uri(filename: str, context: ReportContext) -> str:
-    path = context.paths.get(filename, filename)
-    if os.path.isabs(path):
-        try:
-            rel = os.path.relpath(path)
-            if not rel.startswith(".."):
-                path = rel
-        except ValueError:  # pragma: no cover - other drive
-            pass
-    return quote(Path(path).as_posix())
+def _encoded(path: str) -> str:
+    return quote(os.fsencode(Path(path).as_posix()), safe="/")
+
+
+def artifact_location(filename: str, context: ReportContext) -> dict:
+    """``{"uri", "uriBaseId"}`` for a file below the current directory, else an absolute ``uri``."""
+    path = os.path.abspath(context.paths.get(filename, filename))
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:  # pragma: no cover - another drive on Windows
+        relative = None
+    if relative is not None and relative != ".." and not relative.startswith(".." + os.sep):
+        return {"uri": _encoded(relative), "uriBaseId": "%SRCROOT%"}
+    posix = Path(path).as_posix()
+    return {"uri": "file://" + ("" if posix.startswith("/") else "/") + _encoded(posix)}
 
 
 def build(findings: Sequence[Finding], context: ReportContext) -> dict:
@@ -79,7 +87,7 @@ def build(findings: Sequence[Finding], context: ReportContext) -> dict:
             "locations": [
                 {
                     "physicalLocation": {
-                        "artifactLocation": {"uri": _uri(finding.filename, context), "uriBaseId": "%SRCROOT%"},
+                        "artifactLocation": artifact_location(finding.filename, context),
                         "region": {
                             "startLine": finding.location.row,
                             "startColumn": finding.location.column,
@@ -117,7 +125,7 @@ def build(findings: Sequence[Finding], context: ReportContext) -> dict:
 
 
 def render(findings: Sequence[Finding], context: ReportContext) -> str:
-    return json.dumps(build(findings, context), indent=2, ensure_ascii=False) + "\n"
+    return dumps(build(findings, context), indent=2) + "\n"
 
 
 def render_statistics(rows: Sequence[dict], context: ReportContext) -> str:

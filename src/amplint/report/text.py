@@ -7,40 +7,43 @@ from typing import Sequence
 
 from amplint.model import Finding
 from amplint.report import ReportContext
+from amplint.report.escape import terminal
 
 
 def headline(finding: Finding, context: ReportContext) -> str:
     marker = "[*] " if context.applicable(finding) else ""
     return (
-        f"{finding.filename}:{finding.location.row}:{finding.location.column}: "
-        f"{finding.code} {marker}{finding.message}"
+        f"{terminal(context.display_name(finding.filename))}:{finding.location.row}:{finding.location.column}: "
+        f"{finding.code} {marker}{terminal(finding.message)}"
     )
 
 
-# Control characters (other than tab) would garble a terminal: show their Unicode pictures.
-_CONTROL = {code: 0x2400 + code for code in range(32) if code != 9}
-_CONTROL[127] = 0x2421
+def _caret_line(line: str, finding: Finding) -> tuple[str, str, str]:
+    """The source line as printed, and the padding and carets under the finding's span.
 
-
-def _caret_line(line: str, finding: Finding) -> tuple[str, str]:
+    Widths are measured on the printed text, where a control character may have become an
+    escape several characters wide.
+    """
     start = max(1, finding.location.column)
-    prefix = line[: start - 1]
-    pad = "".join("\t" if char == "\t" else " " for char in prefix)
     if finding.end_location.row == finding.location.row:
-        width = finding.end_location.column - start
+        end = max(start + 1, finding.end_location.column)
     else:
-        width = len(line) - start + 1
-    return pad, "^" * max(1, width)
+        end = max(start + 1, len(line) + 1)
+    covered = line[start - 1 : end - 1]
+    prefix, span, rest = terminal(line[: start - 1]), terminal(covered), terminal(line[end - 1 :])
+    pad = "".join("\t" if char == "\t" else " " for char in prefix)
+    beyond_end = (end - start) - len(covered)  # a span may reach past the last character
+    return prefix + span + rest, pad, "^" * max(1, len(span) + beyond_end)
 
 
 def _hint(finding: Finding, context: ReportContext) -> str | None:
     fix = finding.fix
     if fix is not None:
         if fix.applicability == "unsafe" and not context.unsafe_fixes:
-            return f"= help: {fix.message} (unsafe fix: enable with --unsafe-fixes)"
-        return f"= help: {fix.message}"
+            return f"= help: {terminal(fix.message)} (unsafe fix: enable with --unsafe-fixes)"
+        return f"= help: {terminal(fix.message)}"
     if finding.no_fix_reason:
-        return f"= note: {finding.no_fix_reason}"
+        return f"= note: {terminal(finding.no_fix_reason)}"
     return None
 
 
@@ -52,9 +55,8 @@ def render_full(findings: Sequence[Finding], context: ReportContext) -> str:
         row = finding.location.row
         hint = _hint(finding, context)
         if 0 < row <= len(source):
-            line = source[row - 1].rstrip("\r\n").translate(_CONTROL)
             gutter = " " * len(str(row))
-            pad, carets = _caret_line(line, finding)
+            line, pad, carets = _caret_line(source[row - 1].rstrip("\r\n"), finding)
             lines.append(f"{gutter} |")
             lines.append(f"{row} | {line}".rstrip())
             lines.append(f"{gutter} | {pad}{carets} {finding.code}")

@@ -1,0 +1,16 @@
+"""``--output-format pylint``: ``path:line: [CODE] message``, the line format pylint's parsers read."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from amplint.model import Finding
+from amplint.report import ReportContext
+from amplint.report.escape import terminal
+
+
+def render(findings: Sequence[Finding], context: ReportContext) -> str:
+    return "".join(
+        f"{terminal(context.display_name(f.filename))}:{f.location.row}: [{f.code}] {terminal(f.message)}\n"
+        for f in findings
+    )
