@@ -227,3 +227,49 @@ def test_a_failed_fix_write_keeps_the_file_and_leaves_no_temporary_file(tmp_path
     assert target.read_text() == CODE
     assert sorted(p.name for p in tmp_path.iterdir()) == [lookalike.name, "train.py"]
     assert lookalike.read_text() == "mine\n"
+
+
+# --------------------------------------------------------------------------- bad entries
+
+
+def _entry_path(cache):
+    (entry,) = cache.dir.glob("*.json")  # the one file linted
+    return entry
+
+
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        lambda d: {**d, "findings": "x"},
+        lambda d: {**d, "findings": [{**d["findings"][0], "location": {"row": "x", "column": 1}}]},
+        lambda d: {**d, "findings": [{**d["findings"][0], "severity": "fatal"}]},
+        lambda d: {**d, "findings": [{**d["findings"][0], "fix": {"applicability": "maybe", "message": "m", "edits": []}}]},
+        lambda d: {**d, "errors": [{"filename": 1, "message": "m", "internal": False}]},
+        lambda d: {**d, "skipped": "no"},
+        lambda d: {**d, "key": "0" * 64},  # an entry stored under another key's name
+        lambda d: [d],
+    ],
+    ids=["findings-not-a-list", "row-not-an-int", "unknown-severity", "unknown-applicability", "error-types",
+         "skipped-not-bool", "foreign-key", "not-an-object"],
+)
+def test_a_malformed_entry_is_a_miss_and_is_recomputed(cli, files, tmp_path, mutate):
+    import json
+
+    files({"t.py": CODE})
+    first = cli("t.py", "--output-format", "concise")
+    cache = Cache(tmp_path / ".amplint_cache")
+    path = _entry_path(cache)
+    good = json.loads(path.read_text())
+    path.write_text(json.dumps(mutate(good)))
+    again = cli("t.py", "--output-format", "concise")
+    assert (again.exit_code, again.stdout) == (first.exit_code, first.stdout)
+    assert json.loads(path.read_text()) == good  # recomputed and rewritten
+
+
+def test_a_truncated_entry_is_a_miss(cli, files, tmp_path):
+    files({"t.py": CODE})
+    first = cli("t.py", "--output-format", "concise")
+    path = _entry_path(Cache(tmp_path / ".amplint_cache"))
+    path.write_bytes(path.read_bytes()[:20])
+    again = cli("t.py", "--output-format", "concise")
+    assert (again.exit_code, again.stdout) == (first.exit_code, first.stdout)

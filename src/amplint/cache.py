@@ -37,13 +37,13 @@ from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
 
-from amplint.model import FileError, FileResult, Finding
+from amplint.model import Applicability, FileError, FileResult, Finding, Severity
 
 CACHE_DIR_NAME = ".amplint_cache"
 MAX_AGE_S = 30 * 24 * 3600
 TOUCH_AFTER_S = 24 * 3600  # refresh an entry's mtime ("last used") at most daily
 PRUNE_EVERY_S = 24 * 3600
-FORMAT = 1
+FORMAT = 2  # entries carry their key and are validated on read
 _PRUNE_MARKER = ".last-prune"
 _VERSION_MARKER = ".amplint-cache"
 _TAG_NAME = "CACHEDIR.TAG"
@@ -158,18 +158,23 @@ class Cache:
 
     # -- read
     def get(self, text: str, filename: str, settings) -> FileResult | None:
-        path = self._entry(self.key(text, filename, settings))
+        """The stored result, or ``None`` on a miss; an entry that is not exactly what
+        :meth:`put` writes (truncated, corrupt, written by another version) is a miss too."""
+        key = self.key(text, filename, settings)
+        path = self._entry(key)
         try:
             with open(path, "rb") as handle:
                 mtime = os.fstat(handle.fileno()).st_mtime
                 data = json.loads(handle.read())
+            if not _valid_entry(data, key):
+                return None
             result = FileResult(
                 filename=filename,
                 findings=[Finding.from_dict(item) for item in data["findings"]],
                 errors=[FileError(**item) for item in data["errors"]],
-                skipped=bool(data["skipped"]),
+                skipped=data["skipped"],
             )
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
             return None
         if result.findings:
             result.source = text  # reporters show the source line
@@ -185,15 +190,17 @@ class Cache:
     def put(self, text: str, filename: str, settings, result: FileResult) -> None:
         if result.changed:
             return  # results of a fix run describe another text
+        key = self.key(text, filename, settings)
         data = json.dumps(
             {
+                "key": key,
                 "findings": [finding.to_dict() for finding in result.findings],
                 "errors": [{"filename": e.filename, "message": e.message, "internal": e.internal} for e in result.errors],
                 "skipped": result.skipped,
             },
             separators=(",", ":"),
         ).encode()
-        target = self._entry(self.key(text, filename, settings))
+        target = self._entry(key)
         try:
             self._write(target, data)
         except FileNotFoundError:
@@ -280,6 +287,60 @@ class Cache:
         except OSError:
             pass
         return removed
+
+
+def _is_position(value) -> bool:
+    return (
+        isinstance(value, dict) and set(value) == {"row", "column"}
+        and all(type(value[k]) is int and value[k] >= 1 for k in ("row", "column"))
+    )
+
+
+def _is_optional_str(value) -> bool:
+    return value is None or isinstance(value, str)
+
+
+def _valid_finding(item) -> bool:
+    if not isinstance(item, dict):
+        return False
+    if not all(isinstance(item.get(k), str) for k in ("code", "message", "filename", "severity")):
+        return False
+    if item["severity"] not in {s.value for s in Severity}:
+        return False
+    if not (_is_position(item.get("location")) and _is_position(item.get("end_location"))):
+        return False
+    if not _is_optional_str(item.get("no_fix_reason")):
+        return False
+    if item.get("noqa_row") is not None and type(item["noqa_row"]) is not int:
+        return False
+    fix = item.get("fix")
+    if fix is None:
+        return True
+    return (
+        isinstance(fix, dict)
+        and fix.get("applicability") in {a.value for a in Applicability}
+        and isinstance(fix.get("message"), str)
+        and isinstance(fix.get("edits"), list)
+        and all(
+            isinstance(e, dict) and isinstance(e.get("content"), str)
+            and _is_position(e.get("location")) and _is_position(e.get("end_location"))
+            for e in fix["edits"]
+        )
+    )
+
+
+def _valid_entry(data, key: str) -> bool:
+    """``data`` has exactly the shape :meth:`Cache.put` writes, for this ``key``."""
+    if not isinstance(data, dict) or data.get("key") != key or type(data.get("skipped")) is not bool:
+        return False
+    findings, errors = data.get("findings"), data.get("errors")
+    if not isinstance(findings, list) or not isinstance(errors, list):
+        return False
+    return all(_valid_finding(item) for item in findings) and all(
+        isinstance(e, dict) and set(e) == {"filename", "message", "internal"}
+        and isinstance(e["filename"], str) and isinstance(e["message"], str) and type(e["internal"]) is bool
+        for e in errors
+    )
 
 
 def _is_empty(folder: Path) -> bool:
