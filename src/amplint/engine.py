@@ -99,25 +99,7 @@ def source_lines(text: str) -> list[str]:
     return _LINE_BREAK.split(text)
 
 
-def _parse_error_finding(exc: cst.ParserSyntaxError, text: str, filename: str) -> Finding:
-    """AMP000 at the position Python itself reports, with Python's message when it has one."""
-    import ast
-    import warnings
-
-    row, column = exc.raw_line, exc.raw_column + 1
-    message = "SyntaxError: " + (" ".join(exc.message.split()) or "invalid syntax")
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            compile(text, filename, "exec", ast.PyCF_ONLY_AST)
-    except SyntaxError as syntax_error:
-        row = syntax_error.lineno or row
-        column = syntax_error.offset or column
-        message = f"SyntaxError: {syntax_error.msg}"
-    except (ValueError, RecursionError, MemoryError):
-        pass
-    else:
-        message = f"amplint cannot parse this file ({' '.join(exc.message.split())})"
+def _syntax_error_finding(row: int, column: int, message: str, filename: str) -> Finding:
     return Finding(
         code=PARSE_ERROR_CODE,
         message=message,
@@ -128,22 +110,40 @@ def _parse_error_finding(exc: cst.ParserSyntaxError, text: str, filename: str) -
     )
 
 
+def _python_syntax_error(error: SyntaxError, filename: str) -> Finding:
+    """AMP000 where the running Python reports the error, with its message."""
+    return _syntax_error_finding(error.lineno or 1, error.offset or 1, f"SyntaxError: {error.msg}", filename)
+
+
 def _lint_once(text: str, filename: str, settings: Settings, codes: frozenset[str], focus: bool = False) -> _Pass:
     from amplint.amp import FileFacts
+    from amplint.syntaxcheck import MAX_EXPRESSION_DEPTH, expression_depth, python_view
 
     result = _Pass()
+    view = python_view(text, filename)
+    if view.error is not None:
+        # Python's verdict wins: code libcst accepts but this Python rejects is not linted or fixed.
+        result.findings.append(_python_syntax_error(view.error, filename))
+        return result
+    if view.tree is not None and (depth := expression_depth(view.tree)) > MAX_EXPRESSION_DEPTH:
+        result.errors.append(FileError(
+            filename, f"{filename}: not linted: an expression is nested {depth} levels deep, "
+            f"more than amplint's parser handles in reasonable time ({MAX_EXPRESSION_DEPTH})",
+        ))
+        return result
     parsed_text = text
     if focus and settings.prefilter:
         tokens = _focus_tokens_for(codes)
         if tokens is not None:
             from amplint.focus import focus_source
 
-            parsed_text = focus_source(text, tokens) or text
+            parsed_text = focus_source(text, tokens, view.tree) or text
     result.parsed_text = parsed_text
     try:
         module = cst.parse_module(parsed_text)
     except cst.ParserSyntaxError as exc:
-        result.findings.append(_parse_error_finding(exc, text, filename))
+        message = f"amplint cannot parse this file ({' '.join(exc.message.split())})"
+        result.findings.append(_syntax_error_finding(exc.raw_line, exc.raw_column + 1, message, filename))
         return result
     except RecursionError:
         result.errors.append(FileError(filename, f"{filename}: too deeply nested to parse"))
@@ -196,11 +196,19 @@ def _settings(settings: Settings | None) -> Settings:
 def lint_text(
     text: str, filename: str, settings: Settings, fix: bool = False, unsafe: bool = False, edits: bool = True
 ) -> FileResult:
+    """Lint (and with ``fix``, fix) one text; deeply nested code is handled on a deep stack."""
+    from amplint.deepstack import run_with_deep_stack
+
+    if not may_have_findings(text, settings, filename):
+        return FileResult(filename=filename, source=text, skipped=True)
+    return run_with_deep_stack(_lint_text, text, filename, settings, fix, unsafe, edits)
+
+
+def _lint_text(
+    text: str, filename: str, settings: Settings, fix: bool = False, unsafe: bool = False, edits: bool = True
+) -> FileResult:
     codes = settings.enabled_codes(filename)
     result = FileResult(filename=filename, source=text)
-    if not may_have_findings(text, settings, filename):
-        result.skipped = True
-        return result
     if fix:
         new_text, applied = fix_text(text, lambda current: _lint_once(current, filename, settings, codes), unsafe)
         if new_text != text:

@@ -16,6 +16,7 @@ connect a loop in one function to the backward or step in another.
 from __future__ import annotations
 
 import ast
+import re
 import warnings
 
 # Tokens of training-step events and of the facts that link functions together.
@@ -25,15 +26,30 @@ EVENT_TOKENS = (
 )
 
 
-def focus_source(text: str, tokens: tuple[str, ...]) -> str | None:
-    """The text with irrelevant top-level statements blanked, or ``None`` to parse it whole."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # invalid escape sequences etc. are not our concern
-            tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None  # libcst will report the syntax error with its own position
-    lines = text.splitlines(keepends=True)
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")
+
+
+def physical_lines(text: str) -> list[str]:
+    """Lines as Python numbers them, with their endings: only ``\n``, ``\r\n`` and ``\r`` end a
+    line (``str.splitlines`` also splits at form feeds, ``\x1c`` and U+2028, which shifts every
+    later line against ``ast``'s numbers)."""
+    lines = _LINE.findall(text)
+    return lines[:-1] if lines and lines[-1] == "" else lines
+
+
+def focus_source(text: str, tokens: tuple[str, ...], tree: ast.Module | None = None) -> str | None:
+    """The text with irrelevant top-level statements blanked, or ``None`` to parse it whole.
+
+    ``tree`` is the text's ``ast``, when the caller has it already.
+    """
+    if tree is None:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # invalid escape sequences etc. are not our concern
+                tree = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None  # libcst will report the syntax error with its own position
+    lines = physical_lines(text)
     wanted = tokens + EVENT_TOKENS
     keep: set[int] = set()
     drop: set[int] = set()
