@@ -136,6 +136,7 @@ def test_json_format(cli, files, fake_rules, tmp_path):
             "url": fake_rules["AMP991"].url(),
             "severity": "error",
             "noqa_row": 1,
+            "cell": None,
         },
         {
             "code": "AMP993",
@@ -147,6 +148,7 @@ def test_json_format(cli, files, fake_rules, tmp_path):
             "url": fake_rules["AMP993"].url(),
             "severity": "info",
             "noqa_row": 2,
+            "cell": None,
         },
     ]
 

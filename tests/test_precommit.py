@@ -87,7 +87,7 @@ def test_hooks_file_declares_both_hooks():
     assert hooks["amplint-fix"]["entry"].split()[:3] == ["amplint", "check", "--fix"]
     for hook in hooks.values():
         assert hook["language"] == "python"
-        assert hook["types_or"] == ["python", "pyi"]
+        assert hook["types_or"] == ["python", "pyi", "jupyter"]
         assert hook["require_serial"] is False
 
 

@@ -311,7 +311,7 @@ def _valid_finding(item) -> bool:
         return False
     if not _is_optional_str(item.get("no_fix_reason")):
         return False
-    if item.get("noqa_row") is not None and type(item["noqa_row"]) is not int:
+    if any(item.get(k) is not None and type(item[k]) is not int for k in ("noqa_row", "cell")):
         return False
     fix = item.get("fix")
     if fix is None:

@@ -41,7 +41,7 @@ DEFAULT_EXCLUDE = (
     "venv",
 )
 
-PYTHON_SUFFIXES = (".py", ".pyi")
+PYTHON_SUFFIXES = (".py", ".pyi", ".ipynb")
 
 
 # --------------------------------------------------------------------------- gitignore patterns

@@ -278,6 +278,8 @@ def process_file(job: Job) -> FileResult:
         data = read_bytes(path)
     except SourceError as exc:
         return FileResult(filename=filename, errors=[FileError(filename, str(exc).replace(str(path), filename, 1))])
+    if path.suffix == ".ipynb":
+        return _process_notebook(job, path, data, filename)
     if not data.isascii() or may_have_findings(data, job.settings, filename):
         try:
             source = decode_source(data, filename)
@@ -308,6 +310,26 @@ def process_file(job: Job) -> FileResult:
         cache.put(source.text, filename, job.settings, result)
     if job.mode == "check" and not result.findings:
         result.source = None  # reporters only need the text when there is something to show
+    return result
+
+
+def _process_notebook(job: Job, path: Path, data: bytes, filename: str) -> FileResult:
+    """A ``.ipynb`` file: its code cells are linted (the cache is not used for notebooks)."""
+    from amplint.notebook import lint_notebook
+
+    try:
+        raw = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return FileResult(filename=filename, errors=[FileError(filename, f"{filename}: a notebook must be UTF-8 JSON")])
+    try:
+        result = lint_notebook(raw, filename, job.settings, job.mode in ("fix", "diff"), job.unsafe, job.edits)
+    except Exception as exc:  # noqa: BLE001 - an amplint bug on one file must not stop the others
+        return FileResult(filename=filename, errors=[FileError(filename, f"{filename}: internal error: {type(exc).__name__}: {exc}", internal=True)])
+    if job.mode == "fix" and result.changed:
+        try:
+            write_atomic(path, (result.source or "").encode("utf-8"))
+        except OSError as exc:
+            result.errors.append(FileError(filename, f"{filename}: cannot write fixes ({exc.strerror or exc})"))
     return result
 
 

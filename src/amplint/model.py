@@ -72,13 +72,14 @@ class Finding:
     # Why a rule that usually fixes could not fix this one (shown to users).
     no_fix_reason: str | None = None
     noqa_row: int | None = None  # the row whose ``# noqa`` comment applies
+    cell: int | None = None  # notebooks: the cell (from 1) that ``location`` rows count within
 
     @property
     def fixable(self) -> bool:
         return self.fix is not None
 
     def sort_key(self) -> tuple:
-        return (self.filename, self.location.row, self.location.column, self.code)
+        return (self.filename, self.cell or 0, self.location.row, self.location.column, self.code)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -111,6 +112,7 @@ class Finding:
             ),
             no_fix_reason=data.get("no_fix_reason"),
             noqa_row=data.get("noqa_row"),
+            cell=data.get("cell"),
         )
 
 
@@ -132,6 +134,7 @@ class FileResult:
     original_source: str | None = None  # set when fixes changed the text
     fixed_count: int = 0  # findings removed by applied fixes
     skipped: bool = False  # prefilter decided nothing can match
+    cell_sources: dict[int, str] | None = None  # notebooks: each code cell's text, by cell number
 
     @property
     def changed(self) -> bool:

@@ -59,13 +59,19 @@ class ReportContext:
     paths: dict[str, str] = field(default_factory=dict)  # displayed name -> absolute path
     format: str = "full"
 
-    def source_lines(self, filename: str) -> list[str]:
+    def source_lines(self, filename: str, cell: int | None = None) -> list[str]:
+        """The lines of the file (or of one notebook cell) a finding refers to."""
         cache = self.__dict__.setdefault("_lines", {})
-        if filename not in cache:
-            text = next((r.source for r in self.results if r.filename == filename and r.source is not None), None)
+        if (filename, cell) not in cache:
+            text = None
+            for r in self.results:
+                if r.filename == filename:
+                    text = (r.cell_sources or {}).get(cell) if cell is not None else r.source
+                    if text is not None:
+                        break
             # Only \n, \r\n and \r end a line for the parser (str.splitlines also splits on \f, \x1c...).
-            cache[filename] = _LINE_BREAK.split(text) if text is not None else []
-        return cache[filename]
+            cache[filename, cell] = _LINE_BREAK.split(text) if text is not None else []
+        return cache[filename, cell]
 
     def display_name(self, filename: str) -> str:
         """The name a finding is reported under, as text any output encoding accepts."""

@@ -34,6 +34,7 @@ def finding_dict(finding: Finding, context: ReportContext) -> dict:
         "url": rule_url(finding.code),
         "severity": finding.severity.value,
         "noqa_row": finding.noqa_row,
+        "cell": finding.cell,
     }
 
 

@@ -10,10 +10,14 @@ from amplint.report import ReportContext
 from amplint.report.escape import terminal
 
 
+def _cell(finding: Finding) -> str:
+    return f"cell {finding.cell}:" if finding.cell is not None else ""
+
+
 def headline(finding: Finding, context: ReportContext) -> str:
     marker = "[*] " if context.applicable(finding) else ""
     return (
-        f"{terminal(context.display_name(finding.filename))}:{finding.location.row}:{finding.location.column}: "
+        f"{terminal(context.display_name(finding.filename))}:{_cell(finding)}{finding.location.row}:{finding.location.column}: "
         f"{finding.code} {marker}{terminal(finding.message)}"
     )
 
@@ -51,7 +55,7 @@ def render_full(findings: Sequence[Finding], context: ReportContext) -> str:
     blocks: list[str] = []
     for finding in findings:
         lines = [headline(finding, context)]
-        source = context.source_lines(finding.filename)
+        source = context.source_lines(finding.filename, finding.cell)
         row = finding.location.row
         hint = _hint(finding, context)
         if 0 < row <= len(source):

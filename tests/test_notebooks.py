@@ -1,0 +1,136 @@
+"""Jupyter notebooks: code cells are linted, findings are located in cells, fixes are written
+back into the cells with the rest of the notebook byte for byte as it was."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = ROOT / "fixtures" / "notebooks"
+
+
+def _amplint(cwd: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "amplint", "check", "--no-cache", *args], cwd=cwd,
+                          capture_output=True, text=True, timeout=300)
+
+
+def _expected(path: Path) -> list[tuple[int, int, str]]:
+    """(cell, row, code) of every ``# expect: CODE`` comment in the notebook's code cells."""
+    out = []
+    for number, cell in enumerate(json.loads(path.read_text())["cells"], start=1):
+        if cell["cell_type"] == "code":
+            for row, line in enumerate("".join(cell["source"]).splitlines(), start=1):
+                for code in re.findall(r"# expect: (AMP\d{3})", line):
+                    out.append((number, row, code))
+    return sorted(out)
+
+
+def _reported(stdout: str, name: str) -> list[tuple[int, int, str]]:
+    found = re.findall(rf"^{re.escape(name)}:cell (\d+):(\d+):\d+: (AMP\d{{3}})", stdout, flags=re.MULTILINE)
+    return sorted((int(c), int(r), code) for c, r, code in found)
+
+
+@pytest.mark.parametrize("name", ["train_with_outputs.ipynb", "magics.ipynb"])
+def test_findings_are_reported_on_the_planted_cell_lines(name):
+    run = _amplint(NOTEBOOKS, "--output-format", "concise", "--select", "ALL", name)
+    assert run.returncode == 1, run.stderr
+    assert _reported(run.stdout, name) == _expected(NOTEBOOKS / name)
+
+
+def test_a_torch_cuda_amp_notebook_is_not_a_false_pass():
+    run = _amplint(NOTEBOOKS, "--no-prefilter", "--select", "ALL", "train_with_outputs.ipynb")
+    assert "All checks passed" not in run.stdout + run.stderr and run.returncode == 1
+
+
+def test_json_carries_the_cell_and_rows_within_it():
+    run = _amplint(NOTEBOOKS, "--output-format", "json", "train_with_outputs.ipynb")
+    findings = json.loads(run.stdout)
+    first = next(f for f in findings if f["code"] == "AMP001")
+    assert (first["cell"], first["location"], first["end_location"]) == (3, {"row": 1, "column": 10}, {"row": 1, "column": 35})
+    clip = next(f for f in findings if f["code"] == "AMP003")
+    assert "line 8 of cell 3" in clip["message"]  # lines named in messages are cell lines too
+
+
+def test_full_output_shows_the_cell_line():
+    run = _amplint(NOTEBOOKS, "--select", "AMP003", "train_with_outputs.ipynb")
+    assert "train_with_outputs.ipynb:cell 3:7:5: AMP003" in run.stdout
+    assert "7 |     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)  # expect: AMP003" in run.stdout
+
+
+def _without_sources(text: str) -> str:
+    return re.sub(r'"source": (\[.*?\n   \]|".*?")', '"source": ...', text, flags=re.DOTALL)
+
+
+@pytest.mark.parametrize("name", ["train_with_outputs.ipynb", "magics.ipynb"])
+def test_fix_rewrites_cells_and_keeps_everything_else_byte_identical(tmp_path, name):
+    path = tmp_path / name
+    shutil.copy(NOTEBOOKS / name, path)
+    before = path.read_text()
+    run = _amplint(tmp_path, "--fix", "--unsafe-fixes", name)
+    assert run.returncode in (0, 1), run.stderr
+    after = path.read_text()
+    assert after != before
+    assert _without_sources(after) == _without_sources(before)  # outputs, metadata, order, indentation
+    assert after.endswith("}\n")
+    old, new = json.loads(before), json.loads(after)
+    for cell_old, cell_new in zip(old["cells"], new["cells"]):
+        if cell_old["cell_type"] != "code":
+            assert cell_new == cell_old
+        assert {k: v for k, v in cell_new.items() if k != "source"} == {k: v for k, v in cell_old.items() if k != "source"}
+    nbformat.validate(nbformat.reads(after, as_version=4))
+    assert _amplint(tmp_path, "--fix", "--unsafe-fixes", name).returncode in (0, 1)
+    assert path.read_text() == after  # converges
+
+
+def test_magics_survive_a_fix(tmp_path):
+    path = tmp_path / "magics.ipynb"
+    shutil.copy(NOTEBOOKS / "magics.ipynb", path)
+    _amplint(tmp_path, "--fix", "magics.ipynb")
+    cells = ["".join(c["source"]) for c in json.loads(path.read_text())["cells"]]
+    assert cells[0].startswith("%load_ext autoreload\n%autoreload 2\n!pip install -q timm\n")
+    assert "from torch.amp import autocast" in cells[0]
+    assert cells[1] == "%%bash\nnvidia-smi\necho done"
+    assert cells[2].startswith("%%time\nfiles = !ls data\nmodel?\nwith autocast(\"cuda\"):")
+    assert cells[3] == "def show(x):\n    %matplotlib inline\n    return x"
+
+
+def test_clean_notebook_and_directory_discovery(tmp_path):
+    shutil.copytree(NOTEBOOKS, tmp_path / "nbs")
+    run = _amplint(tmp_path, "--output-format", "concise", "nbs")
+    assert "nbs/train_with_outputs.ipynb:cell 3:1:10: AMP001" in run.stdout
+    assert "clean.ipynb" not in run.stdout
+    clean = _amplint(tmp_path, "nbs/clean.ipynb")
+    assert (clean.returncode, clean.stdout, clean.stderr.strip()) == (0, "", "All checks passed!")
+    excluded = _amplint(tmp_path, "--extend-exclude", "*.ipynb", "nbs")
+    assert "ipynb" not in excluded.stdout
+
+
+def test_noqa_and_syntax_errors_inside_cells(tmp_path):
+    nb = nbformat.v4.new_notebook(cells=[
+        nbformat.v4.new_code_cell("import torch\nwith torch.cuda.amp.autocast():  # noqa: AMP001\n    pass"),
+        nbformat.v4.new_code_cell("def broken(:\n    pass"),
+    ])
+    nbformat.write(nb, str(tmp_path / "n.ipynb"))
+    run = _amplint(tmp_path, "--output-format", "concise", "n.ipynb")
+    assert run.stdout.splitlines()[0].startswith("n.ipynb:cell 2:1:12: AMP000 SyntaxError")
+    assert "AMP001" not in run.stdout
+
+
+@pytest.mark.parametrize("content, message", [
+    ("{", "not valid notebook JSON"),
+    ('{"metadata": {}}', "not a Jupyter notebook (no list of cells)"),
+])
+def test_a_file_that_is_not_a_notebook_is_one_line_and_never_clean(tmp_path, content, message):
+    (tmp_path / "bad.ipynb").write_text(content)
+    run = _amplint(tmp_path, "bad.ipynb")
+    assert run.returncode == 1
+    assert f"amplint: error: bad.ipynb: {message}" in run.stderr
+    assert "All checks passed" not in run.stdout + run.stderr
