@@ -276,10 +276,13 @@ def _check(paths: list[str], **options) -> int:
     unreadable = 0
     for result in results:
         for error in result.errors:
+            if error.warning:
+                _warning(error.message)
+                continue
             _error(error.message)
             internal = internal or error.internal
             unreadable += not error.internal
-    unchecked = sum(1 for result in results if result.errors)
+    unchecked = sum(1 for result in results if any(not error.warning for error in result.errors))
 
     fixed = sum(r.fixed_count for r in results)
     changed = [r for r in results if r.changed]

@@ -16,7 +16,7 @@ from amplint.fix.apply import attach_fix_info, fix_text
 from amplint.positions import Positions
 from amplint.model import Edit, FileError, FileResult, Finding, FixInfo, Location, Severity
 from amplint.settings import PARSE_ERROR_CODE, Settings
-from amplint.sourcefile import SourceError, decode_source, encode_source, read_bytes, write_atomic
+from amplint.sourcefile import SourceError, SourceText, decode_source, encode_source, read_bytes
 
 
 
@@ -302,10 +302,7 @@ def process_file(job: Job) -> FileResult:
     except Exception as exc:  # noqa: BLE001 - an amplint bug on one file must not stop the others
         return FileResult(filename=filename, errors=[FileError(filename, f"{filename}: internal error: {type(exc).__name__}: {exc}", internal=True)])
     if job.mode == "fix" and result.changed:
-        try:
-            write_atomic(path, encode_source(source, result.source or ""))
-        except OSError as exc:
-            result.errors.append(FileError(filename, f"{filename}: cannot write fixes ({exc.strerror or exc})"))
+        result = _write_fixes(path, data, source, result, job)
     if cache is not None and not result.errors:
         cache.put(source.text, filename, job.settings, result)
     if job.mode == "check" and not result.findings:
@@ -326,11 +323,33 @@ def _process_notebook(job: Job, path: Path, data: bytes, filename: str) -> FileR
     except Exception as exc:  # noqa: BLE001 - an amplint bug on one file must not stop the others
         return FileResult(filename=filename, errors=[FileError(filename, f"{filename}: internal error: {type(exc).__name__}: {exc}", internal=True)])
     if job.mode == "fix" and result.changed:
+        from amplint.fixwrite import WriteError, write_fix
+
         try:
-            write_atomic(path, (result.source or "").encode("utf-8"))
-        except OSError as exc:
-            result.errors.append(FileError(filename, f"{filename}: cannot write fixes ({exc.strerror or exc})"))
+            write_fix(path, data, (result.source or "").encode("utf-8"), filename)
+        except WriteError as exc:
+            result.errors.append(FileError(filename, str(exc), warning=True))
     return result
+
+
+def _write_fixes(path: Path, data: bytes, source: SourceText, result: FileResult, job: Job) -> FileResult:
+    """Write the fixed text over ``path`` (read as ``data``); if it is not written, report the file as it is."""
+    from amplint.fixwrite import WriteError, write_fix
+
+    filename = result.filename
+    try:
+        fixed = encode_source(source, result.source or "")
+    except UnicodeEncodeError as exc:
+        reason = f"{filename}: the fixed text cannot be encoded as {source.encoding} ({exc.reason}); fixes not written"
+    else:
+        try:
+            write_fix(path, data, fixed, filename)
+            return result
+        except WriteError as exc:
+            reason = str(exc)
+    unfixed = lint_text(source.text, filename, job.settings, edits=job.edits)
+    unfixed.errors.append(FileError(filename, reason, warning=True))
+    return unfixed
 
 
 def default_jobs() -> int:

@@ -123,6 +123,7 @@ class FileError:
     filename: str
     message: str
     internal: bool = False  # an amplint bug (exit 2) rather than bad input
+    warning: bool = False  # the file was linted, but its fixes were not written
 
 
 @dataclass

@@ -1,13 +1,14 @@
-"""Reading and writing user files without losing encoding, BOM, newlines or mode."""
+"""Reading user files: size and type checks, encoding (PEP 263 cookie, BOM), and encoding back.
+
+Writing fixed files back is :mod:`amplint.fixwrite`.
+"""
 
 from __future__ import annotations
 
 import codecs
 import io
-import os
 import re
 import stat
-import tempfile
 import tokenize
 from dataclasses import dataclass
 from pathlib import Path
@@ -88,20 +89,3 @@ def read_source(path: Path) -> SourceText:
 def encode_source(source: SourceText, text: str) -> bytes:
     data = text.encode(source.encoding)
     return codecs.BOM_UTF8 + data if source.bom else data
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` in one rename, keeping its permission bits."""
-    mode = stat.S_IMODE(path.stat().st_mode)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".amplint-tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise

@@ -46,20 +46,27 @@ def _compiles(code: str) -> bool:
     return True
 
 
-def apply_changes(module: cst.Module, changes: dict) -> str | None:
-    """The module's text with ``changes`` applied, or ``None`` if the result does not parse.
+def apply_changes(module: cst.Module, changes: dict, text: str = "") -> str | None:
+    """The module's text (parsed from ``text``) with ``changes`` applied, or ``None`` if the result does not parse.
 
     "Parses" means libcst reads it back, and the running Python compiles it whenever it
     compiled the original (a fix must not turn valid code into code this Python rejects).
     """
     try:
-        new_code = module.visit(ReplaceNodes(changes)).code
+        new_code = _keep_final_cr(text, module.visit(ReplaceNodes(changes)).code)
         cst.parse_module(new_code)
     except Exception:  # noqa: BLE001 - any failure means this fix is not applied
         return None
     if not _compiles(new_code) and _compiles(module.code):
         return None
     return new_code
+
+
+def _keep_final_cr(text: str, code: str) -> str:
+    # libcst drops the last "\r" of a text that ends in one (old Mac line endings).
+    if text.endswith("\r") and not code.endswith(("\r", "\n")):
+        return code + "\r"
+    return code
 
 
 def _span(positions, node) -> tuple[tuple[int, int], tuple[int, int]]:
@@ -146,7 +153,7 @@ def attach_fix_info(module: cst.Module, fixes: list[tuple[Finding, Fix]], text: 
     for finding, fix in fixes:
         key = fix.group or str(id(fix))
         if key not in by_group:
-            by_group[key] = apply_changes(module, fix.changes)
+            by_group[key] = apply_changes(module, fix.changes, text)
         new = by_group[key]
         if new is None:
             finding.no_fix_reason = PARSE_FAILURE_NOTE
@@ -178,7 +185,7 @@ def fix_text(text: str, lint_once: Callable[[str], LintPass], unsafe: bool) -> t
             spans = _fix_spans(lint.positions, fix)
             if not spans or any(_overlaps(s, t) for s in spans for t in taken):
                 continue
-            if apply_changes(lint.module, fix.changes) is None:  # never write code that does not parse
+            if apply_changes(lint.module, fix.changes, text) is None:  # never write code that does not parse
                 continue
             seen_groups.add(key)
             chosen.append(fix)
@@ -189,9 +196,9 @@ def fix_text(text: str, lint_once: Callable[[str], LintPass], unsafe: bool) -> t
         merged: dict = {}
         for fix in chosen:
             merged.update(fix.changes)
-        new_text = apply_changes(lint.module, merged)
+        new_text = apply_changes(lint.module, merged, text)
         if new_text is None:
-            new_text = apply_changes(lint.module, chosen[0].changes)
+            new_text = apply_changes(lint.module, chosen[0].changes, text)
         if new_text is None or new_text == text:
             break
         text = new_text
