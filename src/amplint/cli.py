@@ -16,6 +16,7 @@ import click
 import amplint
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
 # The same names as amplint.report.FORMATS (a test keeps them equal), written out so that
 # building the command line imports no reporter.
 OUTPUT_FORMATS = (
@@ -200,6 +201,10 @@ def check_command(paths, **options) -> None:
         code = EXIT_ERROR
     except BrokenPipeError:  # pragma: no cover - `amplint check | head`
         code = EXIT_ERROR
+    except KeyboardInterrupt:
+        # Here, not in main(): click would turn it into "Aborted!" and exit 1.
+        _error("interrupted")
+        code = EXIT_INTERRUPTED
     sys.exit(code)
 
 
@@ -500,7 +505,7 @@ def main(argv: list[str] | None = None) -> None:
         main_group.main(args=argv, prog_name="amplint")
     except KeyboardInterrupt:
         _error("interrupted")
-        sys.exit(130)
+        sys.exit(EXIT_INTERRUPTED)
     except SystemExit:
         raise
     except Exception as exc:  # noqa: BLE001 - one line, never a traceback (AMPLINT_DEBUG=1 shows it)

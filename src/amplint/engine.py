@@ -335,6 +335,7 @@ def _process_notebook(job: Job, path: Path, data: bytes, filename: str) -> FileR
 def _write_fixes(path: Path, data: bytes, source: SourceText, result: FileResult, job: Job) -> FileResult:
     """Write the fixed text over ``path`` (read as ``data``); if it is not written, report the file as it is."""
     from amplint.fixwrite import WriteError, write_fix
+    from amplint.worker_lifetime import finishing_writes
 
     filename = result.filename
     try:
@@ -343,7 +344,8 @@ def _write_fixes(path: Path, data: bytes, source: SourceText, result: FileResult
         reason = f"{filename}: the fixed text cannot be encoded as {source.encoding} ({exc.reason}); fixes not written"
     else:
         try:
-            write_fix(path, data, fixed, filename)
+            with finishing_writes():
+                write_fix(path, data, fixed, filename)
             return result
         except WriteError as exc:
             reason = str(exc)
@@ -374,8 +376,20 @@ def run_jobs(jobs: Sequence[Job], workers: int | None = None) -> list[FileResult
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
     context = multiprocessing.get_context(method)
     chunk = max(1, min(32, len(jobs) // (workers * 8) or 1))
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+    from amplint import worker_lifetime
+
+    pool = ProcessPoolExecutor(
+        max_workers=workers, mp_context=context, initializer=worker_lifetime.init_worker, initargs=(os.getpid(),)
+    )
+    try:
         return list(pool.map(process_file, jobs, chunksize=chunk))
+    except BaseException:
+        # Ctrl-C or a failure: files not yet started are left alone, a write in progress completes.
+        worker_lifetime.stop_workers(pool)
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    finally:
+        pool.shutdown(wait=True)
 
 
 def iter_findings(results: Iterable[FileResult]) -> Iterable[Finding]:
