@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import codecs
 import os
-import pickle
 import stat
 import tempfile
 from pathlib import Path
@@ -23,6 +22,7 @@ import pytest
 
 import amplint
 import amplint.engine
+from as_nobody import NOBODY, as_nobody
 
 FIXABLE = b"bad_call()"
 FIXED = b"good_call()"
@@ -146,7 +146,7 @@ def test_mode_owner_and_extended_attributes_are_kept(cli, tmp_path, fake_rules):
     path.write_bytes(b"bad_call()\n")
     path.chmod(0o751)
     os.setxattr(path, "user.origin", b"checked-out")
-    owner = (65534, 65534) if os.geteuid() == 0 else (os.getuid(), os.getgid())
+    owner = (NOBODY, NOBODY) if os.geteuid() == 0 else (os.getuid(), os.getgid())
     os.chown(path, *owner)
     assert fix(cli, "a.py").exit_code == 0
     info = path.stat()
@@ -192,33 +192,6 @@ def test_read_only_directory_is_reported_and_nothing_written(cli, tmp_path, fake
 # ----------------------------------------------------------------- as an unprivileged user
 
 
-def _as_nobody(function, *args):
-    """Run ``function(*args)`` in a forked child that has dropped root; return its result."""
-    if os.geteuid() != 0:
-        return function(*args)
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        os.close(read)
-        try:
-            os.setgroups([])
-            os.setgid(65534)
-            os.setuid(65534)
-            payload = pickle.dumps(("ok", function(*args)))
-        except BaseException as exc:  # noqa: BLE001 - reported to the parent
-            payload = pickle.dumps(("error", repr(exc)))
-        with os.fdopen(write, "wb") as pipe:
-            pipe.write(payload)
-        os._exit(0)
-    os.close(write)
-    with os.fdopen(read, "rb") as pipe:
-        data = pipe.read()
-    os.waitpid(pid, 0)
-    status, value = pickle.loads(data)
-    assert status == "ok", value
-    return value
-
-
 def _fix_in(directory: str, name: str):
     from click.testing import CliRunner
 
@@ -252,8 +225,8 @@ def shared_dir(fake_rules):
 def test_directory_the_user_cannot_write_is_reported(shared_dir):
     path = shared_dir / "a.py"
     path.write_bytes(b"bad_call()\n")
-    os.chown(path, 65534, 65534)  # nobody may write the file, not the folder (root's, 0755)
-    code, stdout, stderr = _as_nobody(_fix_in, str(shared_dir), "a.py")
+    os.chown(path, NOBODY, NOBODY)  # nobody may write the file, not the folder (root's, 0755)
+    code, stdout, stderr = as_nobody(_fix_in, str(shared_dir), "a.py")
     assert path.read_bytes() == b"bad_call()\n"
     assert code == 1 and "Fixed" not in stderr
     assert stderr.startswith(f"amplint: warning: a.py: directory {shared_dir} is read-only, fixes not written\n")
@@ -262,15 +235,15 @@ def test_directory_the_user_cannot_write_is_reported(shared_dir):
 def test_group_the_user_may_not_give_is_kept_by_writing_in_place(shared_dir):
     # nobody owns the file and the folder but is not in group root: a replacement file could
     # not carry that group, so the content is rewritten in place.
-    os.chown(shared_dir, 65534, 65534)
+    os.chown(shared_dir, NOBODY, NOBODY)
     path = shared_dir / "a.py"
     path.write_bytes(b"bad_call()\n")
-    os.chown(path, 65534, 0)
+    os.chown(path, NOBODY, 0)
     path.chmod(0o664)
-    code, stdout, stderr = _as_nobody(_fix_in, str(shared_dir), "a.py")
+    code, stdout, stderr = as_nobody(_fix_in, str(shared_dir), "a.py")
     assert (code, stderr) == (0, "Fixed 1 error.\n")
     assert path.read_bytes() == b"good_call()\n"
-    assert (path.stat().st_uid, path.stat().st_gid) == (65534, 0)
+    assert (path.stat().st_uid, path.stat().st_gid) == (NOBODY, 0)
     assert stat.S_IMODE(path.stat().st_mode) == 0o664
 
 
