@@ -385,9 +385,16 @@ def _show_fixes(changed, settings, mode: str) -> None:
 
 
 def _run_files(paths, settings, config, start, mode, options, quiet, edits):
-    from amplint.discovery import DEFAULT_EXCLUDE, discover
+    from amplint.discovery import DEFAULT_EXCLUDE, PatternError, check_pattern, discover
     from amplint.engine import Job, default_jobs, run_jobs
+    from amplint.model import FileError, FileResult
 
+    for option in ("exclude", "extend_exclude"):
+        for pattern in options[option]:
+            try:
+                check_pattern(pattern)
+            except PatternError as exc:
+                raise Failure(f"--{option.replace('_', '-')}: {exc}") from None
     exclude = options["exclude"] or (config.exclude if config.exclude is not None else DEFAULT_EXCLUDE)
     extend_exclude = (*config.extend_exclude, *options["extend_exclude"])
     found = discover(paths, exclude, extend_exclude, root=config.root, respect_gitignore=options["respect_gitignore"],
@@ -419,15 +426,19 @@ def _run_files(paths, settings, config, start, mode, options, quiet, edits):
 
     jobs = []
     paths_map = {}
-    named = {Path(given).resolve() for given in paths if not Path(given).is_dir()}
+    # realpath, not resolve(): a symlink loop among the names must not raise.
+    named = {os.path.realpath(given) for given in paths if not Path(given).is_dir()}
     for path in found.files:
         display = _display(path)
         paths_map[display] = str(path.resolve())
         jobs.append(
             Job(str(path), settings, mode=mode, unsafe=options["unsafe_fixes"], display=display, cache_dir=cache_dir,
-                edits=edits, explicit=path.resolve() in named)
+                edits=edits, explicit=os.path.realpath(path) in named)
         )
     results = run_jobs(jobs, options["jobs"] or default_jobs())
+    for message in found.errors:  # reported like an unreadable file: the run goes on
+        name = message.split(": ", 1)[0]
+        results.append(FileResult(filename=name, errors=[FileError(name, message)]))
     if cache is not None:
         try:
             cache.prune()

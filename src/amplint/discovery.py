@@ -7,6 +7,7 @@ syntax, relative to the configuration root. A file named explicitly is always li
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 from dataclasses import dataclass, field
@@ -47,7 +48,87 @@ PYTHON_SUFFIXES = (".py", ".pyi", ".ipynb")
 # --------------------------------------------------------------------------- gitignore patterns
 
 
-def _translate(glob: str) -> str:
+class PatternError(ValueError):
+    """An exclude pattern that cannot mean what it says (git would silently never match it)."""
+
+
+# Patterns and paths are matched as bytes, as git does: ``?`` is one byte, not one character.
+# Each byte is carried as the code point of the same value (latin-1), so ``re`` can match it.
+def _as_bytes_text(text: str) -> str:
+    return text.encode("utf-8", "surrogateescape").decode("latin-1")
+
+
+_POSIX_CLASSES = {
+    "alnum": "a-zA-Z0-9",
+    "alpha": "a-zA-Z",
+    "blank": " \\t",
+    "cntrl": "\\x00-\\x1f\\x7f",
+    "digit": "0-9",
+    "graph": "\\x21-\\x7e",
+    "lower": "a-z",
+    "print": "\\x20-\\x7e",
+    "punct": "".join(re.escape(chr(c)) for c in range(0x21, 0x7F) if not chr(c).isalnum()),
+    "space": " \\t\\n\\r\\f\\v",
+    "upper": "A-Z",
+    "xdigit": "0-9A-Fa-f",
+}
+
+_NEVER = "(?!)"
+
+
+def _translate_class(glob: str, start: int, strict: bool) -> tuple[str, int]:
+    """Regex for the bracket expression at ``glob[start] == "["`` and the index after it.
+
+    As git's wildmatch: ``!`` or ``^`` negates, a leading ``]`` is literal, a backslash
+    escapes, ``[:digit:]``-style classes; a reversed range (``z-a``) matches only its first
+    character and an unclosed ``[`` makes the pattern match nothing. ``strict`` raises instead.
+    """
+    n = len(glob)
+    j = start + 1
+    negated = j < n and glob[j] in "!^"
+    j += negated
+    items: list[str] = []
+    first = True
+    while j < n and (glob[j] != "]" or first):
+        first = False
+        if glob.startswith("[:", j) and ":]" in glob[j + 2:]:
+            close = glob.index(":]", j + 2)
+            name = glob[j + 2: close]
+            if name not in _POSIX_CLASSES:
+                if strict:
+                    raise PatternError(f"unknown character class [:{name}:]")
+                return _NEVER, n
+            items.append(_POSIX_CLASSES[name])
+            j = close + 2
+            continue
+        low, j = _class_char(glob, j)
+        if j + 1 < n and glob[j] == "-" and glob[j + 1] != "]":
+            high, j = _class_char(glob, j + 1)
+            if high < low:
+                if strict:
+                    raise PatternError(f"bad character range {low}-{high}")
+                items.append(re.escape(low))  # git compares the first end alone before the range
+                continue
+            items.append(f"{re.escape(low)}-{re.escape(high)}")
+        else:
+            items.append(re.escape(low))
+    if j >= n:
+        if strict:
+            raise PatternError("unclosed '[' (write '\\[' for a literal bracket)")
+        return _NEVER, n
+    body = "".join(items)
+    if negated:
+        return f"[^/{body}]", j + 1
+    return (f"(?!/)[{body}]" if body else _NEVER), j + 1
+
+
+def _class_char(glob: str, j: int) -> tuple[str, int]:
+    if glob[j] == "\\" and j + 1 < len(glob):
+        return glob[j + 1], j + 2
+    return glob[j], j + 1
+
+
+def _translate(glob: str, strict: bool = False) -> str:
     """Regex for one gitignore glob (no leading ``/`` or ``!``) matched against a relative path."""
     out: list[str] = []
     i, n = 0, len(glob)
@@ -72,22 +153,9 @@ def _translate(glob: str) -> str:
         elif c == "?":
             out.append("[^/]")
         elif c == "[":
-            j = i + 1
-            if j < n and glob[j] in "!^":
-                j += 1
-            if j < n and glob[j] == "]":
-                j += 1
-            while j < n and glob[j] != "]":
-                j += 1
-            if j >= n:
-                out.append(re.escape(c))
-            else:
-                body = glob[i + 1: j]
-                if body[:1] in ("!", "^"):
-                    body = "^" + body[1:]
-                body = body.replace("\\", "\\\\")
-                out.append(f"(?!/)[{body}]")
-                i = j
+            regex, i = _translate_class(glob, i, strict)
+            out.append(regex)
+            continue
         elif c == "\\" and i + 1 < n:
             i += 1
             out.append(re.escape(glob[i]))
@@ -105,9 +173,13 @@ class Pattern:
     source: str
 
 
-def parse_pattern(line: str) -> Pattern | None:
-    """One ``.gitignore`` line, or ``None`` for blanks and comments."""
-    line = line.rstrip("\n").rstrip("\r")
+def parse_pattern(line: str, strict: bool = False) -> Pattern | None:
+    """One ``.gitignore`` line, or ``None`` for blanks and comments.
+
+    Odd lines match what git matches (``[z-a]`` only "z", an unclosed ``[`` nothing); with
+    ``strict`` (configured and command-line excludes) they raise PatternError instead.
+    """
+    line = _as_bytes_text(line.rstrip("\n").rstrip("\r"))
     if not line or line.startswith("#"):
         return None
     # Trailing spaces are ignored unless escaped with a backslash.
@@ -128,9 +200,17 @@ def parse_pattern(line: str) -> Pattern | None:
         return None
     anchored = "/" in line
     line = line.lstrip("/")
-    body = _translate(line)
+    body = _translate(line, strict)
     regex = body if anchored else f"(?:.*/)?{body}"
     return Pattern(re.compile(f"^{regex}$", re.DOTALL), negated, dir_only, line)
+
+
+def check_pattern(pattern: str) -> None:
+    """Raise PatternError naming the problem if ``pattern`` cannot work as an exclude."""
+    try:
+        parse_pattern(pattern, strict=True)
+    except PatternError as exc:
+        raise PatternError(f"invalid pattern {pattern!r}: {exc}") from None
 
 
 @dataclass
@@ -147,6 +227,7 @@ class IgnoreFile:
 
     def match(self, rel: str, is_dir: bool) -> bool | None:
         """True ignored, False re-included (``!``), None no opinion; ``rel`` is posix, relative to base."""
+        rel = _as_bytes_text(rel)
         for pattern in reversed(self.patterns):
             if pattern.dir_only and not is_dir:
                 continue
@@ -158,10 +239,14 @@ class IgnoreFile:
 @lru_cache(maxsize=4096)
 def _read_ignore_file(path: str) -> tuple[str, ...] | None:
     try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            return tuple(handle.read().splitlines())
+        with open(path, "rb") as handle:
+            data = handle.read()
     except OSError:
         return None
+    if data.startswith(b"\xef\xbb\xbf"):  # git skips a UTF-8 BOM
+        data = data[3:]
+    # Lines end at "\n" only (a form feed is part of a pattern), as in git.
+    return tuple(data.decode("utf-8", "surrogateescape").split("\n"))
 
 
 def _ignore_file_at(directory: Path, name: str = ".gitignore") -> IgnoreFile | None:
@@ -201,6 +286,7 @@ class Discovery:
     files: list[Path] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)  # paths given that do not exist
     empty: list[str] = field(default_factory=list)  # directories given that hold no Python file
+    errors: list[str] = field(default_factory=list)  # one line each: what could not be read, and why
 
 
 class Excluder:
@@ -243,17 +329,24 @@ def _gitignore_stack(directory: Path, git_root: Path | None) -> list[IgnoreFile]
     return stack
 
 
-def _walk(directory: Path, stack: list[IgnoreFile], excluder: Excluder, use_gitignore: bool, out: list[Path]) -> None:
+def _walk(
+    directory: Path, stack: list[IgnoreFile], excluder: Excluder, use_gitignore: bool, out: list[Path],
+    errors: list[tuple[Path, OSError]],
+) -> None:
     try:
-        entries = sorted(os.scandir(directory), key=lambda e: e.name)
-    except OSError:
+        with os.scandir(directory) as listing:
+            entries = sorted(listing, key=lambda e: e.name)
+    except OSError as exc:
+        errors.append((directory, exc))
         return
     for entry in entries:
         path = Path(entry.path)
         try:
             is_dir = entry.is_dir(follow_symlinks=False)
             is_file = not is_dir and entry.is_file()
-        except OSError:
+        except OSError as exc:  # e.g. a symlink loop
+            if entry.name.endswith(PYTHON_SUFFIXES):
+                errors.append((path, exc))
             continue
         if not is_dir and not (is_file and entry.name.endswith(PYTHON_SUFFIXES)):
             continue
@@ -267,7 +360,7 @@ def _walk(directory: Path, stack: list[IgnoreFile], excluder: Excluder, use_giti
                 found = _ignore_file_at(path)
                 if found is not None:
                     child_stack = [*stack, found]
-            _walk(path, child_stack, excluder, use_gitignore, out)
+            _walk(path, child_stack, excluder, use_gitignore, out, errors)
         else:
             out.append(path)
 
@@ -287,8 +380,12 @@ def discover(
     seen: set[Path] = set()
     for given in paths:
         path = Path(given)
-        if not path.exists():  # also a dangling symlink
-            result.missing.append(given)
+        if not path.exists():
+            message = f"{given}: {_broken_link_reason(path)}"
+            if os.path.lexists(path) and message not in result.errors:
+                result.errors.append(message)
+            elif not os.path.lexists(path):
+                result.missing.append(given)
             continue
         if not path.is_dir():
             # Named explicitly: always linted, whatever its name or the excludes, unless
@@ -304,15 +401,32 @@ def discover(
         git_root = find_git_root(absolute) if respect_gitignore else None
         stack = _gitignore_stack(absolute, git_root)
         found: list[Path] = []
-        _walk(absolute, stack, excluder, respect_gitignore, found)
-        if not found:
+        unreadable: list[tuple[Path, OSError]] = []
+        _walk(absolute, stack, excluder, respect_gitignore, found, unreadable)
+        for where, exc in unreadable:
+            kind = "directory" if where == absolute or where.is_dir() else "file"
+            message = f"{_as_given(where, absolute, path)}: cannot read {kind} ({exc.strerror or exc})"
+            if message not in result.errors:
+                result.errors.append(message)
+        if not found and not unreadable:
             result.empty.append(given)
         for file in found:
-            if file in seen:
+            # Two names of one file (a symlink beside its target) are linted, and fixed, once.
+            key = file.resolve() if file.is_symlink() else file
+            if key in seen:
                 continue
-            seen.add(file)
+            seen.add(key)
             result.files.append(_as_given(file, absolute, path))
     return result
+
+
+def _broken_link_reason(path: Path) -> str:
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return f"cannot read file ({exc.strerror})"
+    return "broken symbolic link"
 
 
 def _force_excluded(path: Path, excluder: Excluder, root: Path) -> bool:
