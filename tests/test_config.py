@@ -49,13 +49,13 @@ def test_no_config_gives_defaults(tmp_path):
 def test_all_keys_parsed(files, tmp_path):
     files({"pyproject.toml": (
         "[tool.amplint]\n"
-        "select = ['amp0']\nignore = ['AMP001']\nextend-select = ['AMP001']\n"
+        "select = ['amp0']\nignore = ['AMP002']\nextend-select = ['AMP001']\n"
         "exclude = ['gen']\nextend-exclude = ['old/']\ntarget-torch = '2.10'\n"
         "[tool.amplint.per-file-ignores]\n'tests/*' = ['AMP001']\n"
     )})
     config = load_config(tmp_path / "pyproject.toml")
     assert config.select == ("AMP0",)
-    assert config.ignore == ("AMP001",) and config.extend_select == ("AMP001",)
+    assert config.ignore == ("AMP002",) and config.extend_select == ("AMP001",)
     assert config.exclude == ("gen",) and config.extend_exclude == ("old/",)
     assert config.target_torch == (2, 10)
     assert config.per_file_ignores == (("tests/*", ("AMP001",)),)

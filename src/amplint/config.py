@@ -11,11 +11,15 @@ from __future__ import annotations
 
 import difflib
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 CONFIG_FILES = ("amplint.toml", "pyproject.toml")
+
+# Real configuration files are a few KiB; anything this large is not one.
+MAX_CONFIG_BYTES = 1024 * 1024
 
 KEYS = (
     "select",
@@ -58,9 +62,20 @@ def _load_toml(path: Path, label: str) -> dict[str, Any]:
     except ModuleNotFoundError:  # pragma: no cover - Python 3.10
         import tomli as tomllib  # type: ignore[no-redef]
     try:
-        data = path.read_bytes()
+        if not stat.S_ISREG(os.stat(path).st_mode) and not path.is_dir():
+            raise ConfigError(f"{label}: not a regular file")
+        with open(path, "rb") as handle:
+            # Checked on the open file: a FIFO would block a read, /dev/zero never end it.
+            info = os.fstat(handle.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                raise ConfigError(f"{label}: not a regular file")
+            data = handle.read(MAX_CONFIG_BYTES + 1)
+    except IsADirectoryError:
+        raise ConfigError(f"{label}: is a directory, not a configuration file") from None
     except OSError as exc:
         raise ConfigError(f"{label}: cannot read ({exc.strerror or exc})") from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{label}: too large for a configuration file (over {MAX_CONFIG_BYTES // 1024} KiB)")
     try:
         return tomllib.loads(data.decode("utf-8"))
     except UnicodeDecodeError as exc:
@@ -106,13 +121,21 @@ def find_config(start: Path | None = None) -> Path | None:
     for directory in (here, *here.parents):
         for name in CONFIG_FILES:
             candidate = directory / name
-            if candidate.is_file():
+            if candidate.is_file() or _exists_but_is_not_a_file(candidate):
                 if name == "pyproject.toml":
                     table, _ = _table(candidate)
                     if table is None:
                         continue
                 return candidate
     return None
+
+
+def _exists_but_is_not_a_file(path: Path) -> bool:
+    # Reading it reports what it is (a directory, a FIFO): a silent skip would hide it.
+    try:
+        return not stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
 
 
 def _strings(value: Any, where: str) -> tuple[str, ...]:
@@ -127,6 +150,8 @@ def _selectors(value: Any, where: str) -> tuple[str, ...]:
     from amplint.settings import SelectionError, _expand, _known_codes
 
     items = tuple(item.strip().upper() for item in _strings(value, where))
+    if any(not item for item in items):
+        raise ConfigError(f"{where}: empty rule selector \"\" (it would select nothing)")
     try:
         _expand(items, _known_codes())
     except SelectionError as exc:
@@ -156,7 +181,7 @@ def parse_table(table: dict[str, Any], label: str, path: Path | None) -> Config:
         if key in ("select", "ignore", "extend-select"):
             values[key.replace("-", "_")] = _selectors(value, where)
         elif key in ("exclude", "extend-exclude"):
-            values[key.replace("-", "_")] = _strings(value, where)
+            values[key.replace("-", "_")] = _patterns(value, where)
         elif key == "per-file-ignores":
             if not isinstance(value, dict):
                 raise ConfigError(f"{where} must be a table of glob = [codes]")
@@ -174,7 +199,35 @@ def parse_table(table: dict[str, Any], label: str, path: Path | None) -> Config:
             values["target_torch_text"] = value
         elif key == "output-format":
             values["output_format"] = _output_format(value, where)
+    _check_conflicts(values, label)
     return Config(path=path, **values)
+
+
+def _patterns(value: Any, where: str) -> tuple[str, ...]:
+    from amplint.discovery import PatternError, check_pattern
+
+    patterns = _strings(value, where)
+    for pattern in patterns:
+        try:
+            check_pattern(pattern)
+        except PatternError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+    return patterns
+
+
+def _check_conflicts(values: dict[str, Any], label: str) -> None:
+    """A selection that contradicts itself is a mistake, not a way to turn rules off."""
+    from amplint.settings import _expand, _known_codes
+
+    selected = (*values.get("select", ()), *values.get("extend_select", ()))
+    ignored = values.get("ignore", ())
+    for selector in selected:
+        if selector in ignored:
+            raise ConfigError(f"{label} '{selector}' is both selected and ignored")
+    if values.get("select"):
+        known = _known_codes()
+        if not _expand(tuple(selected), known) - _expand(tuple(ignored), known):
+            raise ConfigError(f"{label} 'ignore' removes every rule that 'select' enables")
 
 
 def load_config(path: Path) -> Config:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import fnmatch
 import hashlib
 import json
+import re
 from dataclasses import asdict, dataclass
 from pathlib import PurePath
 
@@ -15,13 +16,15 @@ class SelectionError(ValueError):
     pass
 
 
+# MAJOR[.MINOR[.PATCH]]: plain digits, so "-1.-5" or "2.x" are rejected rather than half-read.
+_TORCH_VERSION = re.compile(r"(\d+)(?:\.(\d+)(?:\.\d+)?)?")
+
+
 def parse_torch_version(text: str) -> tuple[int, int]:
-    parts = str(text).strip().split(".")
-    try:
-        major, minor = int(parts[0]), int(parts[1]) if len(parts) > 1 else 0
-    except ValueError:
-        raise SelectionError(f"invalid torch version {text!r} (expected e.g. 2.4)") from None
-    return major, minor
+    match = _TORCH_VERSION.fullmatch(str(text).strip())
+    if match is None:
+        raise SelectionError(f"invalid torch version {text!r} (expected e.g. 2.4)")
+    return int(match.group(1)), int(match.group(2) or 0)
 
 
 def _expand(selectors: tuple[str, ...], known: list[str]) -> set[str]:
@@ -29,7 +32,7 @@ def _expand(selectors: tuple[str, ...], known: list[str]) -> set[str]:
     for selector in selectors:
         selector = selector.strip().upper()
         if not selector:
-            continue
+            raise SelectionError('empty rule selector "" (it would select nothing)')
         if selector == "ALL":
             codes.update(known)
             continue
