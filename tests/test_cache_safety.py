@@ -210,7 +210,7 @@ def test_a_failed_cache_write_leaves_no_temporary_file(cache, monkeypatch):
 
 
 def test_a_failed_fix_write_keeps_the_file_and_leaves_no_temporary_file(tmp_path, monkeypatch):
-    from amplint.sourcefile import write_atomic
+    from amplint.fixwrite import WriteError, write_fix
 
     target = tmp_path / "train.py"
     target.write_text(CODE)
@@ -222,8 +222,8 @@ def test_a_failed_fix_write_keeps_the_file_and_leaves_no_temporary_file(tmp_path
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "replace", refuse)
-    with pytest.raises(OSError):
-        write_atomic(target, b"fixed\n")
+    with pytest.raises(WriteError, match="No space left on device"):
+        write_fix(target, CODE.encode(), b"fixed\n")
     assert target.read_text() == CODE
     assert sorted(p.name for p in tmp_path.iterdir()) == [lookalike.name, "train.py"]
     assert lookalike.read_text() == "mine\n"
