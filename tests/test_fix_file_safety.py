@@ -48,7 +48,6 @@ def fix(cli, name: str):
         pytest.param(b"x = 1\n\x0c\ndef f():\n    bad_call()\n\x0c# page\n", id="form-feeds"),
         pytest.param(b"x = 1\nbad_call()", id="no-trailing-newline"),
         pytest.param(b"x = 1\r\nbad_call()", id="crlf-no-trailing-newline"),
-        pytest.param(b"bad_call()  # \x00 nul\nx = '\\x00'\n", id="nul-bytes"),
     ],
 )
 def test_fix_changes_only_the_fixed_text(cli, tmp_path, fake_rules, original):
@@ -59,6 +58,16 @@ def test_fix_changes_only_the_fixed_text(cli, tmp_path, fake_rules, original):
     assert path.read_bytes() == original.replace(FIXABLE, FIXED)
     again = fix(cli, "a.py")  # converged: a second run changes nothing
     assert again.exit_code == 0 and path.read_bytes() == original.replace(FIXABLE, FIXED)
+
+
+def test_nul_byte_file_is_reported_and_not_rewritten(cli, tmp_path, fake_rules):
+    # CPython rejects a source with NUL bytes (libcst does not): AMP000, and nothing written.
+    path = tmp_path / "a.py"
+    original = b"bad_call()  # \x00 nul\n"
+    path.write_bytes(original)
+    run = fix(cli, "a.py")
+    assert path.read_bytes() == original
+    assert run.exit_code == 1 and " AMP000 " in run.stdout
 
 
 def test_bare_cr_file_keeps_its_final_cr_with_a_real_rule(cli, tmp_path):
