@@ -66,21 +66,12 @@ def run_distributed(
         ref = per_mode["fp32"][rank] if "fp32" in per_mode else None
         rank_results.append(judge(replace(result, ranks=[], checks=[]), amp, ref))
 
-    merged = rank_results[0]
-    findings = {}
-    for r in rank_results:
-        for f in r.findings:
-            findings.setdefault(finding_key(f), f)
-    if merged.amp is not None:
-        merged.amp.findings = sort_findings(list(findings.values()))
-    merged.exit_code = worst([r.exit_code for r in rank_results])
-    if merged.exit_code == EXIT_ERROR and not merged.message:
-        merged.message = next((r.message for r in rank_results if r.message), "a rank could not run")
     from .criteria import loss_summary
 
+    ranks = []
     for rank, r in enumerate(rank_results):
         summ = loss_summary(r.criteria, r.amp.steps, None) if r.amp else {"amp_final": None}
-        merged.ranks.append(
+        ranks.append(
             {
                 "rank": rank,
                 "exit_code": r.exit_code,
@@ -91,6 +82,17 @@ def run_distributed(
                 "inconclusive_checks": [c.name for c in r.checks if c.inconclusive],
             }
         )
+    merged = rank_results[0]
+    findings = {}
+    for r in rank_results:
+        for f in r.findings:
+            findings.setdefault(finding_key(f), f)
+    if merged.amp is not None:
+        merged.amp.findings = sort_findings(list(findings.values()))
+    merged.exit_code = worst([r.exit_code for r in rank_results])
+    if merged.exit_code == EXIT_ERROR and not merged.message:
+        merged.message = next((r.message for r in rank_results if r.message), "a rank could not run")
+    merged.ranks = ranks
     return merged
 
 

@@ -79,34 +79,32 @@ def run_side(req: dict[str, Any], side: dict[str, Any], progress_fd: int | None)
 def _watch(pid: int, read_fd: int, progress_fd: int | None, timeout: float | None) -> tuple[int, int | None]:
     """Forward the child's step lines until it ends; (steps seen, wait status or None on timeout)."""
     deadline = None if timeout is None else time.monotonic() + timeout
-    steps_seen, buf, open_pipe = 0, b"", True
+    steps_seen, buf, status = 0, b"", None
     while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done and not open_pipe:
-            return steps_seen, status
-        if deadline is not None and time.monotonic() > deadline:
+        if status is None:
+            done, wait_status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                status = wait_status
+        if deadline is not None and time.monotonic() > deadline and status is None:
             _kill_group(pid)
             os.waitpid(pid, 0)
             return steps_seen, None
-        if not open_pipe:
-            time.sleep(0.05)
-            continue
         ready, _, _ = select.select([read_fd], [], [], 0.1)
-        if not ready:
-            if done:
-                return steps_seen, status
-            continue
-        chunk = os.read(read_fd, 65536)
-        if not chunk:
-            open_pipe = False
-            if done:
-                return steps_seen, status
-            continue
+        # once the child is gone, whatever it wrote is already in the pipe; a process it left
+        # behind may hold the pipe open, so do not wait for end-of-file
+        chunk = os.read(read_fd, 65536) if ready else b""
+        if not chunk and status is not None:
+            return steps_seen, status
         buf += chunk
         *lines, buf = buf.split(b"\n")
         steps_seen += len(lines)
         if progress_fd is not None and lines:
-            os.write(progress_fd, b"".join(line + b"\n" for line in lines))
+            try:
+                os.write(progress_fd, b"".join(line + b"\n" for line in lines))
+            except OSError:  # nobody draws the bar any more; the run goes on
+                progress_fd = None
+        if not chunk and ready:  # end-of-file before the child was reaped: wait for it
+            time.sleep(0.05)
 
 
 def _child(req: dict[str, Any], side: dict[str, Any], write_fd: int) -> None:
