@@ -40,11 +40,14 @@ def notes(result: Any) -> list[str]:
 
 
 def _fp16_on_cpu_cost(amp: Any, ref: Any) -> str:
-    text = "float16 autocast ran on the CPU (CUDA code is remapped there), where float16 is mostly emulated"
+    text = (
+        "float16 autocast ran on the CPU (CUDA code is remapped there), where float16 is mostly "
+        "emulated: speed and memory here say nothing about a GPU"
+    )
     amp_t, ref_t = _step_time(amp), _step_time(ref)
     if amp_t and ref_t:
-        text += f": the AMP run took {amp_t / ref_t:.1f}x the FP32 reference's time per step"
-    return text + "; its speed and memory say nothing about a GPU"
+        text += f"; measured, the AMP run took {amp_t / ref_t:.1f}x the FP32 reference's time per step"
+    return text
 
 
 def _step_time(run: Any) -> float | None:
