@@ -9,7 +9,6 @@ from typing import Any, Callable
 
 from .criteria import Check, Criteria
 from .runner import RunOutcome, Target
-
 from .verdict import EXIT_ERROR, EXIT_FAILED, EXIT_INCONCLUSIVE, EXIT_OK
 
 VERDICTS = {EXIT_OK: "trains", EXIT_FAILED: "failed", EXIT_ERROR: "error", EXIT_INCONCLUSIVE: "inconclusive"}
@@ -121,8 +120,9 @@ def verify(
 
     This runs the script's code, each run in its own process; ``timeout`` (seconds, 0 for none)
     bounds each run. ``isolate=False`` runs both in this process instead (see
-    :func:`amplint.runtime.launch.run_sides_in_process`). Returns a :class:`VerifyResult`; ``exit_code`` is 0 (trains), 1 (criteria
-    failed), 2 (could not run) or 3 (inconclusive: the reference cannot decide).
+    :func:`amplint.runtime.launch.run_sides_in_process`). Returns a :class:`VerifyResult`;
+    ``exit_code`` is 0 (trains), 1 (criteria failed), 2 (could not run) or 3 (inconclusive:
+    the reference cannot decide).
     ``announce`` receives the criteria lines before the first run.
     """
     if (script is None) == (module is None):
