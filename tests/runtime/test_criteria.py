@@ -5,7 +5,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from amplint.runtime.criteria import Criteria, calibration_skips, evaluate
-from amplint.runtime.instrument import StepRecord
+from amplint.runtime.telemetry import StepRecord
 
 
 def steps(losses, applied=None):
@@ -67,3 +67,59 @@ def test_nonfinite_and_crash_fail():
 def test_criteria_are_described_before_the_run():
     lines = Criteria.make(50, 0.05, 0.2, "fp32").describe()
     assert any("80%" in line for line in lines) and any("0.05" in line for line in lines)
+
+
+def verdict(crit, amp, ref):
+    from amplint.runtime.verdict import decide
+
+    result = SimpleNamespace(criteria=crit, checks=[], message="")
+    code, _ = decide(result, amp, ref)
+    return code, result.checks
+
+
+def outcome(losses, applied=None):
+    r = run(losses, applied)
+    r.needs_gpu = r.timed_out = r.interrupted = False
+    r.findings = []
+    return r
+
+
+def test_identical_runs_whose_reference_does_not_decrease_are_inconclusive_not_failed():
+    crit = Criteria.make(10, 0.1, 0.1, "fp32")
+    rising = [1 + 0.01 * i for i in range(10)]
+    code, checks = verdict(crit, outcome(rising), outcome(rising))
+    assert code == 3
+    assert {c.name for c in checks if c.inconclusive} == {"loss decrease"}
+    assert all(c.ok for c in checks if not c.inconclusive)
+
+
+def test_a_miss_within_the_reference_noise_is_inconclusive():
+    crit = Criteria.make(20, 0.01, 0.1, "fp32")
+    # the reference jumps by +/-1 around a slow decline: its final mean is uncertain by far
+    # more than 1% of its value
+    ref = [10 - 0.2 * i + (1 if i % 2 else -1) for i in range(20)]
+    amp = [v * 1.03 for v in ref]
+    code, checks = verdict(crit, outcome(amp), outcome(ref))
+    final = next(c for c in checks if c.name == "final loss vs FP32")
+    assert not final.ok and final.inconclusive and "noise" in final.detail
+    assert code == 3
+
+
+def test_a_clear_miss_with_a_quiet_reference_still_fails():
+    crit = Criteria.make(10, 0.1, 0.1, "fp32")
+    ref = outcome([10 - i for i in range(10)])
+    code, checks = verdict(crit, outcome([10 - 0.1 * i for i in range(10)]), ref)
+    assert code == 1 and not any(c.inconclusive for c in checks)
+
+
+def test_a_hard_failure_wins_over_an_inconclusive_comparison():
+    crit = Criteria.make(10, 0.1, 0.1, "fp32")
+    flat = [1.0] * 10
+    code, _ = verdict(crit, outcome([1.0, float("nan")] + [1.0] * 8), outcome(flat))
+    assert code == 1
+
+
+def test_ranks_are_merged_by_precedence_not_by_number():
+    from amplint.runtime.verdict import worst
+
+    assert worst([0, 3]) == 3 and worst([3, 1]) == 1 and worst([1, 2, 3]) == 2 and worst([0, 0]) == 0

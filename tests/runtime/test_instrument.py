@@ -40,6 +40,8 @@ def test_patches_are_restored_after_success_and_after_error():
         "backward": torch.Tensor.backward,
         "autograd": torch.autograd.backward,
         "save": torch.save,
+        "load": torch.load,
+        "init_process_group": torch.distributed.init_process_group,
         "clip": torch.nn.utils.clip_grad_norm_,
         "to": torch.nn.Module.to,
         "half": torch.nn.Module.half,
@@ -56,6 +58,8 @@ def test_patches_are_restored_after_success_and_after_error():
             "backward": torch.Tensor.backward,
             "autograd": torch.autograd.backward,
             "save": torch.save,
+            "load": torch.load,
+            "init_process_group": torch.distributed.init_process_group,
             "clip": torch.nn.utils.clip_grad_norm_,
             "to": torch.nn.Module.to,
             "half": torch.nn.Module.half,
@@ -95,7 +99,7 @@ def test_bypass_without_update_is_found_and_diverges(tmp_path):
         opt.zero_grad()
     """)
     result = run_verify(path, args=[], steps=10)
-    assert [(f.code, f.line) for f in result.findings] == [("AMP007", 15)]
+    assert [(f.code, f.location.row) for f in result.findings] == [("AMP007", 15)]
     assert result.exit_code == 1
 
 
@@ -122,7 +126,7 @@ def test_clip_value_after_unscale_is_silent_and_before_is_found(tmp_path):
     """, "bad.py")
     assert run_verify(good, args=[], steps=5, baseline="none").findings == []
     found = run_verify(bad, args=[], steps=5, baseline="none").findings
-    assert [(f.code, f.line) for f in found] == [("AMP003", 16)]  # the clip_grad_value_ call
+    assert [(f.code, f.location.row) for f in found] == [("AMP003", 16)]  # the clip_grad_value_ call
 
 
 def test_save_with_scaler_state_or_without_optimizer_is_silent(tmp_path):
@@ -197,3 +201,29 @@ def test_unknown_device_and_missing_script_are_errors(tmp_path):
 def test_script_arguments_reach_the_script(argv):
     result = run_verify(TRAINING / "correct.py", args=argv, steps=40, baseline="none")
     assert result.amp.status == "completed" and len(result.amp.steps) == 6
+
+
+def test_one_dynamic_check_per_code_each_named_by_the_rule_registry():
+    from amplint.rules import RULES
+    from amplint.runtime.checks import ALL_CHECKS
+
+    codes = [check.code for check in ALL_CHECKS]
+    assert len(codes) == len(set(codes)) and set(codes) <= set(RULES)
+
+
+def test_runtime_findings_are_linter_findings_worded_by_their_rule(tmp_path):
+    from amplint.model import Finding
+    from amplint.rules import RULES
+
+    path = write(tmp_path, """
+        with torch.autocast("cpu", dtype=torch.float16):
+            loss = model(x).pow(2).mean()
+            scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+        opt.zero_grad()
+    """)
+    [finding] = run_verify(path, args=[], steps=3, baseline="none").findings
+    assert isinstance(finding, Finding)
+    assert finding.code == "AMP002" and finding.location.row == 14
+    assert finding.message.startswith(RULES["AMP002"].summary + ": backward() ran while autocast was enabled")

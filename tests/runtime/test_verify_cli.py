@@ -11,11 +11,14 @@ from verify_helpers import TRAINING, run_cli
 
 SCHEMA = {
     "type": "object",
-    "required": ["schema_version", "verdict", "exit_code", "criteria", "checks", "findings", "stats", "runs", "environment"],
+    "required": ["schema_version", "verdict", "exit_code", "criteria", "checks", "findings", "stats", "runs",
+                 "warnings", "notes", "environment"],
     "properties": {
-        "verdict": {"enum": ["trains", "failed", "error"]},
-        "exit_code": {"enum": [0, 1, 2]},
-        "checks": {"type": "array", "items": {"type": "object", "required": ["name", "ok", "detail"]}},
+        "verdict": {"enum": ["trains", "failed", "error", "inconclusive"]},
+        "exit_code": {"enum": [0, 1, 2, 3]},
+        "checks": {"type": "array", "items": {"type": "object", "required": ["name", "ok", "detail", "inconclusive"]}},
+        "warnings": {"type": "array", "items": {"type": "string"}},
+        "notes": {"type": "array", "items": {"type": "string"}},
         "findings": {
             "type": "array",
             "items": {"type": "object", "required": ["code", "message", "path", "line"],

@@ -22,7 +22,7 @@ def test_broken_script_reports_its_finding(family):
     result = run_verify(TRAINING / f"{family}_broken.py")
     codes = {f.code for f in result.findings}
     assert codes == {code}
-    assert all(f.path.endswith(f"{family}_broken.py") and f.line > 0 for f in result.findings)
+    assert all(f.filename.endswith(f"{family}_broken.py") and f.location.row > 0 for f in result.findings)
     if really_breaks:
         assert result.exit_code == 1
         assert code in __import__("amplint.runtime.report", fromlist=["x"]).verdict_line(result)

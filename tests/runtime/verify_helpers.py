@@ -23,8 +23,11 @@ FAMILIES = {
 
 
 def run_verify(script, **kwargs):
+    """verify() in this process (fast: torch is imported once); the process-per-run path has its
+    own tests in test_verify_isolation.py."""
     from amplint.runtime import verify
 
+    kwargs.setdefault("isolate", False)
     kwargs.setdefault("steps", STEPS)
     kwargs.setdefault("device", "cpu")
     args = kwargs.pop("args", ["--steps", str(STEPS)])
@@ -38,3 +41,29 @@ def run_cli(*args, cwd=None, timeout=300):
         capture_output=True, text=True, cwd=cwd or ROOT, timeout=timeout, env=env,
     )
 
+
+
+TINY_LOOP = """
+import torch
+from torch import nn
+
+torch.manual_seed(0)
+model = nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.05)
+scaler = torch.amp.GradScaler("cpu")
+x, y = torch.randn(16, 4), torch.randn(16, 1)
+for step in range({steps}):
+    opt.zero_grad()
+    with torch.autocast("cpu", dtype=torch.float16):
+        loss = (model(x) - y).pow(2).mean()
+    scaler.scale(loss).backward()
+    scaler.step(opt)
+    scaler.update()
+"""
+
+
+def tiny_script(tmp_path, before="", after="", steps=1000, name="train.py"):
+    """A few-parameter AMP loop with ``before`` and ``after`` spliced around it."""
+    path = tmp_path / name
+    path.write_text(before + TINY_LOOP.format(steps=steps) + after)
+    return path

@@ -7,10 +7,12 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .criteria import Check, Criteria, evaluate
+from .criteria import Check, Criteria
 from .runner import RunOutcome, Target
+from .verdict import EXIT_ERROR, EXIT_FAILED, EXIT_INCONCLUSIVE, EXIT_OK
 
-EXIT_OK, EXIT_FAILED, EXIT_ERROR = 0, 1, 2
+VERDICTS = {EXIT_OK: "trains", EXIT_FAILED: "failed", EXIT_ERROR: "error", EXIT_INCONCLUSIVE: "inconclusive"}
+DEFAULT_TIMEOUT_S = 600.0
 
 
 @dataclass
@@ -26,6 +28,9 @@ class VerifyResult:
     message: str = ""  # why it could not run (exit 2), one line
     ranks: list[dict[str, Any]] = field(default_factory=list)  # DDP: one entry per rank
     environment: dict[str, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)  # the comparison may not mean what it says
+    notes: list[str] = field(default_factory=list)  # what verify did that the user should know
+    nproc_per_node: int = 1
 
     @property
     def ok(self) -> bool:
@@ -36,25 +41,28 @@ class VerifyResult:
         return self.amp.findings if self.amp else []
 
     def to_dict(self) -> dict[str, Any]:
+        from .findings import report_dict
         from .report import summary_stats
 
         return {
             "schema_version": 1,
             "target": self.target,
-            "verdict": {EXIT_OK: "trains", EXIT_FAILED: "failed", EXIT_ERROR: "error"}[self.exit_code],
+            "verdict": VERDICTS[self.exit_code],
             "exit_code": self.exit_code,
             "message": self.message,
             "device": self.device,
             "dtype": self.dtype,
             "criteria": self.criteria.to_dict(),
             "checks": [c.to_dict() for c in self.checks],
-            "findings": [f.to_dict() for f in self.findings],
+            "findings": [report_dict(f) for f in self.findings],
             "stats": summary_stats(self),
             "runs": {
                 "amp": self.amp.to_dict() if self.amp else None,
                 "reference": self.reference.to_dict() if self.reference else None,
             },
             "ranks": self.ranks,
+            "warnings": self.warnings,
+            "notes": self.notes,
             "environment": self.environment,
         }
 
@@ -103,20 +111,27 @@ def verify(
     max_skipped_frac: float = 0.1,
     seed: int = 0,
     nproc_per_node: int = 1,
+    timeout: float = DEFAULT_TIMEOUT_S,
+    isolate: bool = True,
     progress: bool | None = False,
     announce: Callable[[str], None] | None = None,
 ) -> VerifyResult:
     """Run ``script`` (or ``-m module``) with AMP and against an FP32 reference; judge it.
 
-    Returns a :class:`VerifyResult`; ``exit_code`` is 0 (trains), 1 (criteria failed) or 2
-    (could not run). ``announce`` receives the criteria lines before the first run.
+    This runs the script's code, each run in its own process; ``timeout`` (seconds, 0 for none)
+    bounds each run. ``isolate=False`` runs both in this process instead (see
+    :func:`amplint.runtime.launch.run_sides_in_process`). Returns a :class:`VerifyResult`;
+    ``exit_code`` is 0 (trains), 1 (criteria failed), 2 (could not run) or 3 (inconclusive:
+    the reference cannot decide).
+    ``announce`` receives the criteria lines before the first run.
     """
     if (script is None) == (module is None):
         raise ValueError("give exactly one of script or module")
     crit = Criteria.make(steps, rtol, max_skipped_frac, baseline)
     target = Target(script=script, module=module, args=tuple(args))
     resolved, err = resolve_device(device)
-    result = VerifyResult(target.display, crit, resolved, dtype, environment=environment())
+    result = VerifyResult(target.display, crit, resolved, dtype, environment=environment(),
+                          nproc_per_node=nproc_per_node)
     if err:
         result.message = err
         return result
@@ -125,6 +140,9 @@ def verify(
         return result
     if baseline not in ("fp32", "none"):
         result.message = f"unknown --baseline {baseline!r} (fp32 or none)"
+        return result
+    if timeout < 0:
+        result.message = f"--timeout must be 0 (none) or a number of seconds, not {timeout:g}"
         return result
     if script is not None:
         import os
@@ -141,52 +159,33 @@ def verify(
     if nproc_per_node > 1:
         from .ddp import run_distributed
 
-        return run_distributed(result, target, steps=steps, seed=seed, nproc=nproc_per_node, progress=progress)
+        return run_distributed(result, target, steps=steps, seed=seed, nproc=nproc_per_node, progress=progress,
+                               timeout=timeout)
 
+    from .launch import run_sides, run_sides_in_process
     from .precision import PrecisionPlan
-    from .progress import Progress
-    from .runner import run_once
 
     remap = resolved == "cpu"
     forced = None if dtype == "auto" else dtype
-    plans = [("amp", PrecisionPlan(remap, remap, forced, False))]
+    sides = [("amp", PrecisionPlan(remap, remap, forced, False))]
     if baseline == "fp32":
-        plans.append(("fp32", PrecisionPlan(remap, remap, None, True)))
-    outcomes: dict[str, RunOutcome] = {}
-    for mode, plan in plans:
-        bar = Progress(mode, steps, sys.stderr.isatty() if progress is None else progress)
-        try:
-            outcomes[mode] = run_once(target, mode=mode, plan=plan, device=resolved, steps=steps, seed=seed, on_step=bar)
-        finally:
-            bar.close()
-        if outcomes[mode].needs_gpu:
-            break
+        sides.append(("fp32", PrecisionPlan(remap, remap, None, True)))
+    show = sys.stderr.isatty() if progress is None else progress
+    if isolate:
+        outcomes = run_sides(target, sides, device=resolved, steps=steps, seed=seed, timeout=timeout, progress=show)
+    else:
+        outcomes = run_sides_in_process(target, sides, device=resolved, steps=steps, seed=seed, progress=show)
     return judge(result, outcomes.get("amp"), outcomes.get("fp32"))
 
 
 def judge(result: VerifyResult, amp: RunOutcome | None, ref: RunOutcome | None) -> VerifyResult:
+    from .verdict import decide
+
+    result.checks = []
     result.amp, result.reference = amp, ref
-    if amp is None:
-        result.message = result.message or "the AMP run did not start"
-        result.exit_code = EXIT_ERROR
-        return result
-    if amp.needs_gpu:
-        where = f" ({amp.traceback[-1].split(' in ')[0]})" if amp.traceback else ""
-        result.message = (
-            f"this script puts tensors on CUDA{where} and this machine has no CUDA GPU: "
-            "run verify on a GPU machine, or place tensors with a device variable"
-        )
-        result.exit_code = EXIT_ERROR
-        return result
-    result.checks = evaluate(result.criteria, amp, ref)
-    ref_broken = ref is not None and ref.status == "error"
-    if ref_broken:
-        # the script fails without AMP too: not something AMP verification can judge
-        result.message = f"the FP32 reference run failed: {ref.error}"
-        result.exit_code = EXIT_ERROR
-    elif amp.status == "error" and ref is None and not amp.findings:
-        result.message = f"the script failed: {amp.error}"
-        result.exit_code = EXIT_ERROR
-    else:
-        result.exit_code = EXIT_OK if all(c.ok for c in result.checks) else EXIT_FAILED
+    result.exit_code, result.message = decide(result, amp, ref)
+    if amp is not None and result.exit_code != EXIT_ERROR:
+        from .advice import notes, warnings
+
+        result.warnings, result.notes = warnings(result), notes(result)
     return result

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -9,8 +10,17 @@ import click
 _HELP = """Run SCRIPT (or -m MODULE) with AMP for --steps optimizer steps and judge whether it
 trains, against an FP32 reference of the same script.
 
+This executes the script's code, twice (each run in its own process), with your permissions:
+verify only code you would run yourself. Checkpoints it writes with torch.save go to a
+temporary directory that verify removes afterwards.
+
 Arguments after `--` are passed to the script (so are options verify does not know).
-Exit 0 trains, 1 criteria failed, 2 could not run."""
+
+Exit 0 trains, 1 a criterion failed, 2 could not run (missing script, the script fails without
+AMP too, timeout...), 3 inconclusive (the FP32 reference does not decrease, or its noise exceeds
+the tolerance)."""
+
+EXIT_INTERRUPTED = 130
 
 
 @click.command("verify", help=_HELP, context_settings={"ignore_unknown_options": True})
@@ -27,11 +37,13 @@ Exit 0 trains, 1 criteria failed, 2 could not run."""
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed for random, numpy and torch before each run.")
 @click.option("--nproc-per-node", type=click.IntRange(min=1), default=1, show_default=True,
               help="Launch the script with torchrun on this many local ranks (gloo on CPU).")
-@click.option("--json", "json_out", type=click.Path(dir_okay=False, writable=True), help="Write the report as JSON.")
-@click.option("--plot", "plot_out", type=click.Path(dir_okay=False, writable=True), help="Write loss and scale curves as PNG.")
+@click.option("--timeout", type=click.FloatRange(min=0), default=600, show_default=True,
+              help="Seconds each run may take (AMP, then the reference); 0 for no limit.")
+@click.option("--json", "json_out", type=click.Path(dir_okay=False), help="Write the report as JSON.")
+@click.option("--plot", "plot_out", type=click.Path(dir_okay=False), help="Write loss and scale curves as PNG.")
 @click.option("--progress/--no-progress", default=None, help="Progress bar on stderr (default: when stderr is a terminal).")
 @click.argument("script_and_args", nargs=-1, type=click.UNPROCESSED, metavar="SCRIPT [-- SCRIPT_ARGS...]")
-def verify_command(module, steps, device, dtype, baseline, rtol, max_skipped_frac, seed, nproc_per_node,
+def verify_command(module, steps, device, dtype, baseline, rtol, max_skipped_frac, seed, nproc_per_node, timeout,
                    json_out, plot_out, progress, script_and_args):
     args = list(script_and_args)
     if args and args[0] == "--":
@@ -43,28 +55,39 @@ def verify_command(module, steps, device, dtype, baseline, rtol, max_skipped_fra
         script, args = args[0], args[1:]
     if args and args[0] == "--":
         args = args[1:]
+    # an output path that cannot be written is found before the runs, not after them
+    for option, path in (("--json", json_out), ("--plot", plot_out)):
+        problem = _unwritable(path)
+        if problem:
+            _fail(f"cannot write {option} {path}: {problem}")
 
     try:
         from .api import verify
     except ImportError as exc:  # torch missing: the runtime extra is not installed
-        click.echo(f"amplint verify needs torch: pip install 'amplint[runtime]' ({exc})", err=True)
-        sys.exit(2)
+        _fail(f"amplint verify needs torch: pip install 'amplint[runtime]' ({exc})")
     try:
         import torch  # noqa: F401
     except ImportError:
-        click.echo("amplint verify needs torch: pip install 'amplint[runtime]'", err=True)
-        sys.exit(2)
+        _fail("amplint verify needs torch: pip install 'amplint[runtime]'")
 
-    result = verify(
-        script, args, module=module, steps=steps, device=device, dtype=dtype, baseline=baseline, rtol=rtol,
-        max_skipped_frac=max_skipped_frac, seed=seed, nproc_per_node=nproc_per_node, progress=progress,
-        announce=lambda line: click.echo(line),
-    )
+    from .launch import Interrupted
+
+    try:
+        result = verify(
+            script, args, module=module, steps=steps, device=device, dtype=dtype, baseline=baseline, rtol=rtol,
+            max_skipped_frac=max_skipped_frac, seed=seed, nproc_per_node=nproc_per_node, timeout=timeout,
+            progress=progress, announce=lambda line: click.echo(line),
+        )
+    except (Interrupted, KeyboardInterrupt):
+        _fail("interrupted: the runs were stopped", EXIT_INTERRUPTED)
     from .report import format_text, write_json
 
     click.echo(format_text(result))
     if json_out:
-        write_json(result, json_out)
+        try:
+            write_json(result, json_out)
+        except OSError as exc:
+            _fail(f"cannot write --json {json_out}: {exc.strerror or exc}")
     if plot_out and result.amp is not None:
         from .plot import PlotUnavailable, write_plot
 
@@ -72,4 +95,24 @@ def verify_command(module, steps, device, dtype, baseline, rtol, max_skipped_fra
             write_plot(result, plot_out)
         except PlotUnavailable as exc:
             click.echo(f"amplint verify: {exc}", err=True)
+        except OSError as exc:
+            _fail(f"cannot write --plot {plot_out}: {exc.strerror or exc}")
     sys.exit(result.exit_code)
+
+
+def _unwritable(path: str | None) -> str:
+    if not path:
+        return ""
+    parent = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(parent):
+        return f"no such directory {parent}"
+    if os.path.isdir(path):
+        return "it is a directory"
+    if not os.access(parent, os.W_OK) and not (os.path.exists(path) and os.access(path, os.W_OK)):
+        return "permission denied"
+    return ""
+
+
+def _fail(message: str, code: int = 2) -> None:
+    click.echo(f"amplint verify: {message}", err=True)
+    sys.exit(code)

@@ -11,17 +11,22 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
 from dataclasses import replace
 from typing import Any
 
+from .findings import finding_key, sort_findings
 from .runner import RunOutcome, Target
 
 
-def run_distributed(result: Any, target: Target, *, steps: int, seed: int, nproc: int, progress: bool | None) -> Any:
-    from .api import EXIT_ERROR, judge
+def run_distributed(
+    result: Any, target: Target, *, steps: int, seed: int, nproc: int, progress: bool | None, timeout: float
+) -> Any:
+    from .api import EXIT_ERROR, VERDICTS, judge
+    from .verdict import worst
 
     modes = ["amp"] + (["fp32"] if result.criteria.baseline == "fp32" else [])
     per_mode: dict[str, list[RunOutcome | None]] = {}
@@ -31,22 +36,27 @@ def run_distributed(result: Any, target: Target, *, steps: int, seed: int, nproc
                 sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={nproc}",
                 "-m", "amplint.runtime.ddp", "--mode", mode, "--out", out, "--steps", str(steps),
                 "--seed", str(seed), "--device", result.device, "--dtype", result.dtype,
+                "--checkpoints", os.path.join(out, "checkpoints"),
             ]
             cmd += ["--progress"] if (sys.stderr.isatty() if progress is None else progress) else []
             cmd += ["--script", target.script] if target.script else ["--module", target.module or ""]
             cmd += ["--", *target.args]
-            proc = subprocess.run(cmd)
+            returncode = _launch(cmd, timeout)
+            if returncode is None:
+                result.message = f"the {mode} torchrun launch did not finish within --timeout {timeout:g} s"
+                result.exit_code = EXIT_ERROR
+                return result
             runs: list[RunOutcome | None] = []
             for rank in range(nproc):
                 path = os.path.join(out, f"rank{rank}.json")
                 if os.path.exists(path):
                     with open(path, encoding="utf-8") as fh:
-                        runs.append(RunOutcome.from_dict(json.load(fh)))
+                        runs.append(RunOutcome.from_wire(json.load(fh)))
                 else:
                     runs.append(None)
             per_mode[mode] = runs
-            if proc.returncode != 0 and all(r is None for r in runs):
-                result.message = f"torchrun exited with status {proc.returncode} before any rank reported"
+            if returncode != 0 and all(r is None for r in runs):
+                result.message = f"torchrun exited with status {returncode} before any rank reported"
                 result.exit_code = EXIT_ERROR
                 return result
 
@@ -56,31 +66,49 @@ def run_distributed(result: Any, target: Target, *, steps: int, seed: int, nproc
         ref = per_mode["fp32"][rank] if "fp32" in per_mode else None
         rank_results.append(judge(replace(result, ranks=[], checks=[]), amp, ref))
 
+    from .criteria import loss_summary
+
+    ranks = []
+    for rank, r in enumerate(rank_results):
+        summ = loss_summary(r.criteria, r.amp.steps, None) if r.amp else {"amp_final": None}
+        ranks.append(
+            {
+                "rank": rank,
+                "exit_code": r.exit_code,
+                "verdict": VERDICTS[r.exit_code],
+                "steps": len(r.amp.steps) if r.amp else 0,
+                "final_loss": summ["amp_final"],
+                "failed_checks": [c.name for c in r.checks if not c.ok and not c.inconclusive],
+                "inconclusive_checks": [c.name for c in r.checks if c.inconclusive],
+            }
+        )
     merged = rank_results[0]
     findings = {}
     for r in rank_results:
         for f in r.findings:
-            findings.setdefault((f.code, f.path, f.line), f)
+            findings.setdefault(finding_key(f), f)
     if merged.amp is not None:
-        merged.amp.findings = sorted(findings.values(), key=lambda f: (f.path, f.line, f.code))
-    merged.exit_code = max(r.exit_code for r in rank_results)
+        merged.amp.findings = sort_findings(list(findings.values()))
+    merged.exit_code = worst([r.exit_code for r in rank_results])
     if merged.exit_code == EXIT_ERROR and not merged.message:
         merged.message = next((r.message for r in rank_results if r.message), "a rank could not run")
-    from .criteria import loss_summary
-
-    for rank, r in enumerate(rank_results):
-        summ = loss_summary(r.criteria, r.amp.steps, None) if r.amp else {"amp_final": None}
-        merged.ranks.append(
-            {
-                "rank": rank,
-                "exit_code": r.exit_code,
-                "verdict": {0: "trains", 1: "failed", 2: "error"}[r.exit_code],
-                "steps": len(r.amp.steps) if r.amp else 0,
-                "final_loss": summ["amp_final"],
-                "failed_checks": [c.name for c in r.checks if not c.ok],
-            }
-        )
+    merged.ranks = ranks
     return merged
+
+
+def _launch(cmd: list[str], timeout: float) -> int | None:
+    """torchrun's exit status, or None when it ran past ``timeout`` (then it and its ranks are killed)."""
+    proc = subprocess.Popen(cmd, start_new_session=True)
+    try:
+        return proc.wait(timeout=timeout or None)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        return None
+    except KeyboardInterrupt:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        raise
 
 
 def _worker(argv: list[str]) -> int:
@@ -93,6 +121,7 @@ def _worker(argv: list[str]) -> int:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--dtype", default="auto")
     parser.add_argument("--progress", action="store_true")
+    parser.add_argument("--checkpoints")
     parser.add_argument("--script")
     parser.add_argument("--module")
     parser.add_argument("args", nargs=argparse.REMAINDER)
@@ -111,13 +140,17 @@ def _worker(argv: list[str]) -> int:
         outcome = run_once(
             Target(script=ns.script, module=ns.module, args=tuple(args)),
             mode=ns.mode, plan=plan, device=ns.device, steps=ns.steps, seed=ns.seed, on_step=bar,
+            checkpoint_root=os.path.join(ns.checkpoints, f"rank{rank}") if ns.checkpoints else None,
         )
     finally:
         bar.close()
     with open(os.path.join(ns.out, f"rank{rank}.json"), "w", encoding="utf-8") as fh:
-        json.dump(outcome.to_dict(), fh, default=str)
+        json.dump(outcome.to_wire(), fh, default=str)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(_worker(sys.argv[1:]))
+    code = _worker(sys.argv[1:])
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)  # a non-daemon thread the script started must not keep the rank alive

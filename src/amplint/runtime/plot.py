@@ -9,6 +9,12 @@ class PlotUnavailable(RuntimeError):
     pass
 
 
+def plot_title(result: Any) -> str:
+    from .report import verdict_word
+
+    return f"amplint verify {result.target}: {verdict_word(result)}"
+
+
 def write_plot(result: Any, path: str) -> None:
     try:
         import matplotlib
@@ -37,7 +43,7 @@ def write_plot(result: Any, path: str) -> None:
         else:
             ax_scale.text(0.5, 0.5, "no enabled GradScaler", ha="center", va="center", transform=ax_scale.transAxes)
     ax_loss.set_ylabel("loss")
-    ax_loss.set_title(f"amplint verify {result.target}: {'trains' if result.ok else 'does not pass'}")
+    ax_loss.set_title(plot_title(result))
     ax_loss.legend()
     ax_loss.grid(alpha=0.3)
     ax_scale.set_ylabel("loss scale (after update)")

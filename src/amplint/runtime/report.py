@@ -7,6 +7,10 @@ import math
 from typing import Any
 
 from .criteria import calibration_skips, loss_summary
+from .findings import format_finding
+
+# the words of the verdict, shared by the text report and the plot's title
+VERDICT_WORDS = {0: "TRAINS", 1: "FAILED", 2: "ERROR", 3: "INCONCLUSIVE"}
 
 
 def _warmup(n: int) -> int:
@@ -67,8 +71,8 @@ def _mem(b: int | None) -> str:
 
 
 def format_text(result: Any) -> str:
-    if result.exit_code == 2 and (result.amp is None or result.amp.needs_gpu):
-        return verdict_line(result)  # nothing ran: the reason alone, on one line
+    if result.exit_code == 2:
+        return verdict_line(result)  # nothing to judge: the reason alone, on one line
     lines: list[str] = []
     env = result.environment
     stats = summary_stats(result)
@@ -101,7 +105,8 @@ def format_text(result: Any) -> str:
         lines.append("")
         lines.append("criteria:")
         for c in result.checks:
-            lines.append(f"  [{'ok' if c.ok else 'FAIL'}] {c.name}: {c.detail}")
+            mark = "ok" if c.ok else "inconclusive" if c.inconclusive else "FAIL"
+            lines.append(f"  [{mark}] {c.name}: {c.detail}")
     if run is not None and run.error:
         lines.append("")
         lines.append(f"AMP run raised {run.error}")
@@ -113,27 +118,42 @@ def format_text(result: Any) -> str:
     findings = result.findings
     if findings:
         lines.append(f"runtime findings ({len(findings)}):")
-        lines.extend(f"  {f.format()}" for f in findings)
+        lines.extend(f"  {format_finding(f)}" for f in findings)
     elif run is not None:
         lines.append("runtime findings: none")
     for r in result.ranks:
         lines.append(f"rank {r['rank']}: {r['verdict']} ({r['steps']} steps, final loss {_num(r['final_loss'])})")
+    lines.extend(f"note: {n}" for n in result.notes)
+    lines.extend(f"warning: {w}" for w in result.warnings)
     lines.append(verdict_line(result))
     return "\n".join(lines)
 
 
+def verdict_word(result: Any) -> str:
+    return VERDICT_WORDS[result.exit_code]
+
+
 def verdict_line(result: Any) -> str:
+    word = verdict_word(result)
     if result.exit_code == 0:
-        return f"verdict: TRAINS - {result.target} passed every criterion"
+        return f"verdict: {word} - {result.target} passed every criterion"
     if result.exit_code == 1:
-        failed = ", ".join(c.name for c in result.checks if not c.ok)
+        failed = ", ".join(c.name for c in result.checks if not c.ok and not c.inconclusive) or ", ".join(
+            f"rank {r['rank']}'s {' and '.join(r['failed_checks'])}" for r in result.ranks if r["failed_checks"]
+        )
         codes = sorted({f.code for f in result.findings})
         extra = f"; findings {', '.join(codes)}" if codes else ""
-        return f"verdict: FAILED - {failed}{extra}"
-    return f"verdict: ERROR - could not verify: {result.message}"
+        return f"verdict: {word} - {failed}{extra}"
+    if result.exit_code == 3:
+        undecided = ", ".join(c.name for c in result.checks if c.inconclusive) or ", ".join(
+            f"rank {r['rank']}'s {' and '.join(r['inconclusive_checks'])}" for r in result.ranks if r["inconclusive_checks"]
+        )
+        return f"verdict: {word} - the FP32 reference cannot decide {undecided}; run more --steps or raise --rtol"
+    return f"verdict: {word} - could not verify: {result.message}"
 
 
 def write_json(result: Any, path: str) -> None:
+    """Raises OSError with the reason when ``path`` cannot be written."""
     text = json.dumps(result.to_dict(), indent=2, allow_nan=True, default=str)
     with open(path, "w", encoding="utf-8") as fh:
         fh.write(text + "\n")

@@ -2,6 +2,8 @@
 
 Seeds are set before the run so the AMP run and the FP32 reference start from the same state;
 ``sys.argv``/``sys.path`` are set the way the interpreter sets them and restored afterwards.
+verify calls this in a fresh process per run (see ``worker``), so nothing the script leaves
+behind in modules or the working directory reaches the other run.
 """
 
 from __future__ import annotations
@@ -15,7 +17,11 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .instrument import Finding, Instrumentation, StepRecord, StopRun
+from amplint.model import Finding
+
+from .checkpoints import CheckpointRedirect
+from .findings import report_dict
+from .instrument import Instrumentation, StepRecord, StopRun
 from .patching import Patcher
 from .precision import PrecisionPlan, install
 
@@ -47,18 +53,30 @@ class RunOutcome:
     peak_memory_bytes: int | None = None
     peak_memory_kind: str = ""
     wall_s: float = 0.0
+    interrupted: bool = False  # the script raised KeyboardInterrupt itself
+    timed_out: bool = False  # stopped by --timeout
+    process_group_seen: bool = False  # the script initialised torch.distributed
+    amp_seen: bool = False  # an enabled autocast region or GradScaler was used
+    checkpoints_redirected: int = 0  # torch.save paths written to amplint's directory instead
 
     def to_dict(self) -> dict[str, Any]:
+        """The report's form of the run (findings in the report's JSON shape)."""
+        d = self.to_wire()
+        d["findings"] = [report_dict(f) for f in self.findings]
+        return d
+
+    def to_wire(self) -> dict[str, Any]:
+        """Everything, for the trip from the process that ran the script back to the report."""
         d = dict(self.__dict__)
         d["steps"] = [s.to_dict() for s in self.steps]
         d["findings"] = [f.to_dict() for f in self.findings]
         return d
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "RunOutcome":
+    def from_wire(cls, d: dict[str, Any]) -> "RunOutcome":
         d = dict(d)
         d["steps"] = [StepRecord(**s) for s in d.get("steps", [])]
-        d["findings"] = [Finding(**f) for f in d.get("findings", [])]
+        d["findings"] = [Finding.from_dict(f) for f in d.get("findings", [])]
         return cls(**d)
 
 
@@ -93,11 +111,13 @@ def run_once(
     steps: int | None,
     seed: int,
     on_step: Callable[[int, dict], None] | None = None,
+    checkpoint_root: str | None = None,
 ) -> RunOutcome:
     import torch
 
     seed_everything(seed)
-    inst = Instrumentation(max_steps=steps, on_step=on_step)
+    redirect = CheckpointRedirect(checkpoint_root) if checkpoint_root else None
+    inst = Instrumentation(max_steps=steps, on_step=on_step, redirect=redirect)
     outcome = RunOutcome(mode=mode, status="completed", device=device)
     outcome.device_name = _device_name(torch, device)
     _reset_peak_memory(torch, device)
@@ -123,8 +143,12 @@ def run_once(
         if exc.code not in (None, 0):
             outcome.status = "error"
             outcome.error = f"the script exited with status {exc.code}"
-    except KeyboardInterrupt:
-        raise
+    except KeyboardInterrupt as exc:
+        # raised by the script itself: a real Ctrl-C stops verify in the launching process
+        outcome.status = "error"
+        outcome.interrupted = True
+        outcome.error = "the script raised KeyboardInterrupt"
+        outcome.traceback = _user_traceback(exc)
     except BaseException as exc:  # the user's failure is a result to report, not our crash
         outcome.status = "error"
         outcome.error = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
@@ -139,6 +163,9 @@ def run_once(
     outcome.findings = inst.finding_list()
     outcome.scalers_constructed = inst.scalers_constructed
     outcome.autocast_dtypes = sorted(inst.autocast_dtypes)
+    outcome.process_group_seen = inst.state.process_group_seen
+    outcome.amp_seen = inst.state.amp_used
+    outcome.checkpoints_redirected = redirect.count if redirect else 0
     outcome.peak_memory_bytes, outcome.peak_memory_kind = _peak_memory(torch, device)
     return outcome
 

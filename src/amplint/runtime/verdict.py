@@ -1,0 +1,69 @@
+"""From two run outcomes and the criteria to an exit code and, for errors, the one-line reason.
+
+Order of precedence: could not run (2) > a criterion failed (1) > the reference cannot decide
+(3) > trains (0). A script that fails the same way without AMP is an error, not a failed AMP run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .criteria import evaluate
+
+EXIT_OK, EXIT_FAILED, EXIT_ERROR, EXIT_INCONCLUSIVE = 0, 1, 2, 3
+_PRECEDENCE = (EXIT_OK, EXIT_INCONCLUSIVE, EXIT_FAILED, EXIT_ERROR)
+
+
+def worst(codes: list[int]) -> int:
+    """The exit code that wins when several runs (DDP ranks) are judged together."""
+    return max(codes, key=_PRECEDENCE.index, default=EXIT_OK)
+
+
+def decide(result: Any, amp: Any, ref: Any) -> tuple[int, str]:
+    if amp is None:
+        return EXIT_ERROR, result.message or "the AMP run did not start"
+    if amp.needs_gpu:
+        return EXIT_ERROR, (
+            f"this script puts tensors on CUDA{_where(amp)} and this machine has no CUDA GPU: "
+            "run verify on a GPU machine, or place tensors with a device variable"
+        )
+    stopped = _stopped_by_verify_or_user(amp, "the AMP run")
+    if stopped:
+        return EXIT_ERROR, stopped
+    if ref is not None:
+        stopped = _stopped_by_verify_or_user(ref, "the FP32 reference run")
+        if stopped:
+            return EXIT_ERROR, stopped
+    result.checks = evaluate(result.criteria, amp, ref)
+    ref_broken = ref is not None and ref.status == "error"
+    if ref_broken and amp.status == "error" and amp.error == ref.error:
+        return EXIT_ERROR, f"{_failure(ref)}, with and without AMP"
+    if ref_broken:
+        # the script fails without AMP: not something AMP verification can judge
+        return EXIT_ERROR, f"the FP32 reference run failed: {_failure(ref)}"
+    if amp.status == "error" and ref is None and not amp.findings:
+        return EXIT_ERROR, _failure(amp)
+    failed = [c for c in result.checks if not c.ok]
+    if any(not c.inconclusive for c in failed):
+        return EXIT_FAILED, ""
+    if failed:
+        return EXIT_INCONCLUSIVE, ""
+    return EXIT_OK, ""
+
+
+def _stopped_by_verify_or_user(run: Any, which: str) -> str:
+    if run.timed_out:
+        return f"{which} {run.error.removeprefix('the run ')}; raise --timeout if the script is just slow"
+    if run.interrupted:
+        return f"{run.error}{_where(run)}; verify judges only runs the script does not interrupt itself"
+    return ""
+
+
+def _failure(run: Any) -> str:
+    error = run.error or "unknown error"
+    text = error if error.startswith("the ") else f"the script raised {error}"
+    return text + _where(run)
+
+
+def _where(run: Any) -> str:
+    return f" ({run.traceback[-1].split(' in ')[0]})" if run.traceback else ""
