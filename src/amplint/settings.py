@@ -57,9 +57,9 @@ class Settings:
             _expand(codes, known)
 
     def enabled_codes(self, filename: str | None = None) -> frozenset[str]:
-        from amplint.rules import all_rules
+        from amplint.rules.catalog import rule_catalog
 
-        rules = all_rules()
+        rules = rule_catalog()
         known = list(rules)
         if self.select:
             codes = _expand(self.select, known)
@@ -79,9 +79,9 @@ class Settings:
 
 
 def _known_codes() -> list[str]:
-    from amplint.rules import all_rules
+    from amplint.rules.catalog import rule_catalog
 
-    return list(all_rules())
+    return list(rule_catalog())
 
 
 def _glob_matches(pattern: str, filename: str, root: str) -> bool:
