@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import fnmatch
-import hashlib
-import json
 from dataclasses import asdict, dataclass
 from pathlib import PurePath
 
@@ -75,6 +73,9 @@ class Settings:
 
     def fingerprint(self) -> str:
         """A stable digest of everything that changes lint results, for the cache key."""
+        import hashlib  # only the cache needs it; it loads OpenSSL
+        import json
+
         return hashlib.sha256(json.dumps(asdict(self), sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 

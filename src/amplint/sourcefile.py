@@ -7,7 +7,6 @@ import io
 import os
 import re
 import stat
-import tempfile
 import tokenize
 from dataclasses import dataclass
 from pathlib import Path
@@ -92,6 +91,8 @@ def encode_source(source: SourceText, text: str) -> bytes:
 
 def write_atomic(path: Path, data: bytes) -> None:
     """Replace ``path`` with ``data`` in one rename, keeping its permission bits."""
+    import tempfile  # only a run that writes fixes needs it (it imports shutil, bz2, lzma, random)
+
     mode = stat.S_IMODE(path.stat().st_mode)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".amplint-tmp", dir=path.parent)
     try:
