@@ -79,6 +79,17 @@ def test_rule_listing_and_docs_import_no_libcst(project):
         assert loaded(modules, HEAVY) == [], args
 
 
+def test_a_file_with_a_finding_imports_only_the_rules_its_text_can_trigger(project):
+    (project / "amp.py").write_text(WITH_FINDING)
+    code, out, modules = run(project, "check", "--no-cache", "--output-format", "concise", "amp.py")
+    assert code == 1 and " AMP014 " in out
+    rule_modules = loaded(modules, ("amplint.rules.amp",))
+    assert "amplint.rules.amp014_autocast_enabled_check_without_device" in rule_modules
+    # No scaler, no GradScaler, no `.scale(`: the scaler rules cannot fire and are not imported.
+    assert "amplint.rules.amp009_scaler_update_missing_or_misordered" not in rule_modules
+    assert "amplint.rules.amp004_scaler_in_loop" not in rule_modules
+
+
 def test_a_handful_of_files_is_linted_without_a_process_pool(project):
     for name in ("a", "b", "c"):
         (project / "pkg" / f"{name}.py").write_text(WITH_FINDING)

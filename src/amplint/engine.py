@@ -38,6 +38,20 @@ def _rules_for(codes: frozenset[str]) -> tuple[type, ...]:
     return tuple(RULES[code] for code in sorted(codes) if code in RULES)
 
 
+def _rules_to_run(text: str, settings: Settings, codes: frozenset[str]) -> tuple[type, ...]:
+    """The enabled rules that can fire on ``text``.
+
+    The prefilter's contract holds per rule: a rule none of whose triggers occurs in the text
+    cannot report anything in it, so it is neither imported nor run. Facts and the focused
+    parse still come from every enabled rule, so the rules that do run see the same input.
+    """
+    if settings.prefilter:
+        codes = frozenset(
+            rule.code for rule in _metadata_for(codes) if not rule.triggers or any(token in text for token in rule.triggers)
+        )
+    return _rules_for(codes)
+
+
 @lru_cache(maxsize=64)
 def _metadata_for(codes: frozenset[str]) -> tuple:
     """The enabled rules' metadata, read without importing the rule modules."""
@@ -177,7 +191,7 @@ def _lint_once(text: str, filename: str, settings: Settings, codes: frozenset[st
         result.errors.append(FileError(filename, f"{filename}: internal error while reading facts: {type(exc).__name__}: {exc}", internal=True))
         return result
     lines = source_lines(text)
-    for rule_class in _rules_for(codes):
+    for rule_class in _rules_to_run(text, settings, codes):
         try:
             violations = list(rule_class(facts).check())
         except Exception as exc:  # noqa: BLE001 - report the rule and keep the others running
