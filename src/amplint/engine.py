@@ -361,6 +361,22 @@ def default_jobs() -> int:
 POOL_THRESHOLD = 24
 
 
+def _import_parsing(jobs: Sequence[Job]) -> None:
+    """Import libcst, the facts and the enabled rules once, before forking workers.
+
+    A run this large almost always parses some file; imported here, the workers share the
+    modules instead of each importing them again.
+    """
+    import libcst  # noqa: F401
+
+    import amplint.amp  # noqa: F401
+    import amplint.focus  # noqa: F401
+    import amplint.positions  # noqa: F401
+
+    for settings in {job.settings for job in jobs}:
+        _rules_for(settings.enabled_codes())
+
+
 def run_jobs(jobs: Sequence[Job], workers: int | None = None) -> list[FileResult]:
     """Process files, in parallel when it pays off; results come back in input order."""
     workers = workers or default_jobs()
@@ -371,6 +387,8 @@ def run_jobs(jobs: Sequence[Job], workers: int | None = None) -> list[FileResult
 
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
     context = multiprocessing.get_context(method)
+    if method == "fork":
+        _import_parsing(jobs)
     chunk = max(1, min(32, len(jobs) // (workers * 8) or 1))
     with ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
         return list(pool.map(process_file, jobs, chunksize=chunk))
