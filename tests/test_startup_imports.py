@@ -108,8 +108,9 @@ def test_stdin_writes_no_cache(project):
     assert not cache.exists()
 
 
-def test_a_named_clean_file_with_a_syntax_error_is_still_reported(project):
+def test_a_named_clean_file_with_a_syntax_error_is_reported_without_libcst(project):
     (project / "broken.py").write_text("x = (\n")
-    code, out, _ = run(project, "check", "--no-cache", "--output-format", "concise", "broken.py")
+    code, out, modules = run(project, "check", "--no-cache", "--output-format", "concise", "broken.py")
     assert code == 1
     assert out.startswith("broken.py:1:5: AMP000 SyntaxError: '(' was never closed")
+    assert loaded(modules, HEAVY) == []
