@@ -1,8 +1,9 @@
 """Where the time of a one-file run goes (the pre-commit case), stage by stage.
 
-Usage: python bench/single_file_profile.py [FILE]   (default: ultralytics' engine/trainer.py
-from the bench corpus). Each stage is timed in a fresh interpreter for the imports,
-then as the median of 5 runs for the work on the file.
+Usage: python bench/single_file_profile.py [FILE]   (default: the corpus file with a finding,
+transformers' models/nemotron/modeling_nemotron.py). Imports are timed in fresh interpreters,
+each after what the run has already imported by then; the work on the file is the median of 5
+runs in this process; the last row is the whole command, start-up included.
 """
 
 from __future__ import annotations
@@ -15,27 +16,34 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-DEFAULT = "ultralytics-8.4.190/ultralytics/engine/trainer.py"
+DEFAULT = "transformers-5.24.0/transformers/models/nemotron/modeling_nemotron.py"
+# What a run whose files all fail the prefilter imports (click included).
+LIGHT = "import amplint.cli, amplint.engine, amplint.discovery, amplint.config, amplint.report"
+REPEAT = 5
 
 
-def _import_seconds(statement: str) -> float:
-    code = f"import time; t = time.perf_counter(); {statement}; print(time.perf_counter() - t)"
-    runs = [float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout) for _ in range(5)]
-    return statistics.median(runs)
+def _fresh(code: str) -> float:
+    return float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
 
 
-def _startup_seconds() -> float:
+def _import_seconds(statement: str, after: str = "pass") -> float:
+    """Median time of ``statement`` in fresh interpreters that have already run ``after``."""
+    code = f"{after}\nimport time; t = time.perf_counter()\n{statement}\nprint(time.perf_counter() - t)"
+    return statistics.median(_fresh(code) for _ in range(REPEAT))
+
+
+def _process_seconds(args: list[str]) -> float:
     runs = []
-    for _ in range(5):
+    for _ in range(REPEAT):
         start = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        subprocess.run(args, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         runs.append(time.perf_counter() - start)
     return statistics.median(runs)
 
 
-def _median(function, repeat: int = 5) -> float:
+def _median(function) -> float:
     runs = []
-    for _ in range(repeat):
+    for _ in range(REPEAT):
         start = time.perf_counter()
         function()
         runs.append(time.perf_counter() - start)
@@ -48,42 +56,48 @@ def main() -> None:
     path = Path(sys.argv[1]) if len(sys.argv) > 1 else cache_dir() / "src" / DEFAULT
     import libcst as cst
 
-    from amplint.engine import _focus_tokens_for, lint_text
+    from amplint.engine import _focus_tokens_for, _rules_to_run, lint_text
     from amplint.amp import FileFacts
     from amplint.focus import focus_source
     from amplint.positions import Positions
-    from amplint.rules import all_rules
+    from amplint.rules.catalog import _read_package
     from amplint.settings import Settings
 
     settings = Settings()
     codes = settings.enabled_codes(str(path))
     text = path.read_text(encoding="utf-8")
+    rules = _rules_to_run(text, settings, codes)
     focused = focus_source(text, _focus_tokens_for(codes)) or text
     module = cst.parse_module(focused)
-    facts = FileFacts(module, Positions(module), str(path), settings)
-    rules = [rule for code, rule in all_rules().items() if code in codes]
+    rule_modules = "; ".join(f"import {rule.__module__}" for rule in rules)
 
     def run_rules():
         shared = FileFacts(module, Positions(module), str(path), settings)
-        for rule in rules:
-            list(rule(shared).check())
+        return [violation for rule in rules for violation in rule(shared).check()]
 
+    findings = lint_text(text, str(path), settings, edits=False).findings
     rows = [
-        ("interpreter start-up", _startup_seconds()),
-        ("import libcst", _import_seconds("import libcst")),
-        ("import amplint engine + rules + cli", _import_seconds("import amplint.cli, amplint.engine, amplint.rules")),
+        ("interpreter start-up", _process_seconds([sys.executable, "-c", "pass"])),
+        ("import click", _import_seconds("import click")),
+        ("import what a clean run needs (no libcst)", _import_seconds(LIGHT, after="import click")),
+        ("read the rule catalog (ast, no rule module)", _median(_read_package.__wrapped__)),
+        ("import libcst", _import_seconds("import libcst", after=LIGHT)),
+        ("import the facts layer + positions", _import_seconds("import amplint.amp, amplint.positions", after=f"{LIGHT}; import libcst")),
+        (f"import the {len(rules)} of {len(codes)} rules this file can trigger",
+         _import_seconds(rule_modules, after=f"{LIGHT}; import libcst, amplint.amp")),
         ("focus (ast parse, blank definitions)", _median(lambda: focus_source(text, _focus_tokens_for(codes)))),
         ("libcst parse of the focused text", _median(lambda: cst.parse_module(focused))),
         ("facts pass", _median(lambda: FileFacts(module, Positions(module), str(path), settings))),
-        ("facts pass + all rules", _median(run_rules)),
+        ("facts pass + the rules", _median(run_rules)),
         ("positions (only when there is a finding)", _median(lambda: Positions(module)._resolved())),
-        ("whole lint_text", _median(lambda: lint_text(text, str(path), settings, edits=False))),
+        ("whole lint_text, in process", _median(lambda: lint_text(text, str(path), settings, edits=False))),
+        ("whole `amplint check --no-cache FILE`",
+         _process_seconds([sys.executable, "-m", "amplint", "check", "--exit-zero", "--no-cache", str(path)])),
     ]
     kept = sum(1 for line in focused.splitlines() if line.strip())
-    print(f"file: {path} ({len(text.splitlines())} lines, {kept} non-blank lines parsed)")
+    print(f"file: {path} ({len(text.splitlines())} lines, {kept} non-blank lines parsed, {len(findings)} finding(s))")
     for name, seconds in rows:
-        print(f"{name:45s} {seconds * 1000:7.1f} ms")
-    del facts
+        print(f"{name:48s} {seconds * 1000:7.1f} ms")
 
 
 if __name__ == "__main__":

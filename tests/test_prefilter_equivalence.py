@@ -1,5 +1,8 @@
 """The prefilter and the focused parse never change results: with and without them, findings are identical.
 
+"The prefilter" is both the skip of whole files and, in a file that gets through, the skip of
+each rule none of whose triggers occurs in it.
+
 Runs over every fixture, and over the real-world bench corpus when it has been
 downloaded (``python bench/corpus.py``; ``AMPLINT_BENCH_CACHE`` overrides the
 location): every file the prefilter lets through, plus a fixed sample of the

@@ -9,7 +9,6 @@ naming the file (and the key): the CLI prints it as ``amplint: error: <message>`
 
 from __future__ import annotations
 
-import difflib
 import os
 import stat
 from dataclasses import dataclass, field
@@ -174,6 +173,8 @@ def parse_table(table: dict[str, Any], label: str, path: Path | None) -> Config:
     values: dict[str, Any] = {}
     for key, value in table.items():
         if key not in KEYS:
+            import difflib  # only a misspelt key needs it
+
             close = difflib.get_close_matches(key, KEYS, n=1)
             hint = f" (did you mean '{close[0]}'?)" if close else ""
             raise ConfigError(f"{label} unknown key '{key}'{hint}")

@@ -11,7 +11,7 @@ import errno
 import os
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -294,7 +294,12 @@ class Excluder:
 
     def __init__(self, patterns: Sequence[str], root: Path) -> None:
         self.root = root
-        self.ignore = IgnoreFile.from_lines(root, patterns)
+        self._patterns = tuple(patterns)
+
+    @cached_property
+    def ignore(self) -> IgnoreFile:
+        # Compiled on first use: linting files named on the command line never needs them.
+        return IgnoreFile.from_lines(self.root, self._patterns)
 
     def excluded(self, path: Path, is_dir: bool) -> bool:
         if not self.ignore.patterns:

@@ -7,17 +7,19 @@ import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Iterable, Sequence
-
-import libcst as cst
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 from amplint import noqa
-from amplint.fix.apply import attach_fix_info, fix_text
-from amplint.positions import Positions
 from amplint.model import Edit, FileError, FileResult, Finding, FixInfo, Location, Severity
 from amplint.settings import PARSE_ERROR_CODE, Settings
 from amplint.sourcefile import SourceError, SourceText, decode_source, encode_source, read_bytes
 
+# libcst (and the positions and fixes built on it) is imported where a file is parsed: a run
+# whose files all fail the prefilter never needs it.
+if TYPE_CHECKING:
+    import libcst as cst
+
+    from amplint.positions import Positions
 
 
 # --------------------------------------------------------------------------- rule selection
@@ -25,9 +27,37 @@ from amplint.sourcefile import SourceError, SourceText, decode_source, encode_so
 
 @lru_cache(maxsize=64)
 def _rules_for(codes: frozenset[str]) -> tuple[type, ...]:
-    from amplint.rules import all_rules
+    """The rule classes of ``codes`` in code order, importing only the modules that define them."""
+    import importlib
 
-    return tuple(rule for code, rule in all_rules().items() if code in codes)
+    from amplint.rules.base import RULES
+
+    for rule in _metadata_for(codes):
+        if rule.code not in RULES:
+            importlib.import_module(rule.module)
+    return tuple(RULES[code] for code in sorted(codes) if code in RULES)
+
+
+def _rules_to_run(text: str, settings: Settings, codes: frozenset[str]) -> tuple[type, ...]:
+    """The enabled rules that can fire on ``text``.
+
+    The prefilter's contract holds per rule: a rule none of whose triggers occurs in the text
+    cannot report anything in it, so it is neither imported nor run. Facts and the focused
+    parse still come from every enabled rule, so the rules that do run see the same input.
+    """
+    if settings.prefilter:
+        codes = frozenset(
+            rule.code for rule in _metadata_for(codes) if not rule.triggers or any(token in text for token in rule.triggers)
+        )
+    return _rules_for(codes)
+
+
+@lru_cache(maxsize=64)
+def _metadata_for(codes: frozenset[str]) -> tuple:
+    """The enabled rules' metadata, read without importing the rule modules."""
+    from amplint.rules.catalog import rule_catalog
+
+    return tuple(rule for code, rule in rule_catalog().items() if code in codes)
 
 
 @lru_cache(maxsize=64)
@@ -39,7 +69,7 @@ def _prefilter_for(codes: frozenset[str]) -> tuple[bytes, ...] | None:
     skipped files are never decoded.
     """
     triggers: set[bytes] = set()
-    for rule in _rules_for(codes):
+    for rule in _metadata_for(codes):
         if not rule.triggers:
             return None  # a rule that declares no trigger must see every file
         triggers.update(t.encode("ascii") for t in rule.triggers)
@@ -51,7 +81,7 @@ def _focus_tokens_for(codes: frozenset[str]) -> tuple[str, ...] | None:
     triggers = _prefilter_for(codes)
     if triggers is None:
         return None
-    extra = {token for rule in _rules_for(codes) for token in rule.focus_tokens}
+    extra = {token for rule in _metadata_for(codes) for token in rule.focus_tokens}
     return tuple(sorted({t.decode("ascii") for t in triggers} | extra))
 
 
@@ -116,7 +146,6 @@ def _python_syntax_error(error: SyntaxError, filename: str) -> Finding:
 
 
 def _lint_once(text: str, filename: str, settings: Settings, codes: frozenset[str], focus: bool = False) -> _Pass:
-    from amplint.amp import FileFacts
     from amplint.syntaxcheck import MAX_EXPRESSION_DEPTH, expression_depth, python_view
 
     result = _Pass()
@@ -131,6 +160,12 @@ def _lint_once(text: str, filename: str, settings: Settings, codes: frozenset[st
             f"more than amplint's parser handles in reasonable time ({MAX_EXPRESSION_DEPTH})",
         ))
         return result
+    # Imported only past Python's verdict: a file with a syntax error never needs libcst.
+    import libcst as cst
+
+    from amplint.amp import FileFacts
+    from amplint.positions import Positions
+
     parsed_text = text
     if focus and settings.prefilter:
         tokens = _focus_tokens_for(codes)
@@ -156,7 +191,7 @@ def _lint_once(text: str, filename: str, settings: Settings, codes: frozenset[st
         result.errors.append(FileError(filename, f"{filename}: internal error while reading facts: {type(exc).__name__}: {exc}", internal=True))
         return result
     lines = source_lines(text)
-    for rule_class in _rules_for(codes):
+    for rule_class in _rules_to_run(text, settings, codes):
         try:
             violations = list(rule_class(facts).check())
         except Exception as exc:  # noqa: BLE001 - report the rule and keep the others running
@@ -210,6 +245,8 @@ def _lint_text(
     codes = settings.enabled_codes(filename)
     result = FileResult(filename=filename, source=text)
     if fix:
+        from amplint.fix.apply import fix_text
+
         new_text, applied = fix_text(text, lambda current: _lint_once(current, filename, settings, codes), unsafe)
         if new_text != text:
             result.original_source = text
@@ -218,6 +255,8 @@ def _lint_text(
         text = new_text
     lint = _lint_once(text, filename, settings, codes, focus=not fix)
     if lint.module is not None:
+        from amplint.fix.apply import attach_fix_info
+
         attach_fix_info(lint.module, lint.fixes, lint.parsed_text, edits)
     result.findings = sorted(lint.findings, key=Finding.sort_key)
     result.errors = lint.errors
@@ -365,6 +404,22 @@ def default_jobs() -> int:
 POOL_THRESHOLD = 24
 
 
+def _import_parsing(jobs: Sequence[Job]) -> None:
+    """Import libcst, the facts and the enabled rules once, before forking workers.
+
+    A run this large almost always parses some file; imported here, the workers share the
+    modules instead of each importing them again.
+    """
+    import libcst  # noqa: F401
+
+    import amplint.amp  # noqa: F401
+    import amplint.focus  # noqa: F401
+    import amplint.positions  # noqa: F401
+
+    for settings in {job.settings for job in jobs}:
+        _rules_for(settings.enabled_codes())
+
+
 def run_jobs(jobs: Sequence[Job], workers: int | None = None) -> list[FileResult]:
     """Process files, in parallel when it pays off; results come back in input order."""
     workers = workers or default_jobs()
@@ -375,6 +430,8 @@ def run_jobs(jobs: Sequence[Job], workers: int | None = None) -> list[FileResult
 
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
     context = multiprocessing.get_context(method)
+    if method == "fork":
+        _import_parsing(jobs)
     chunk = max(1, min(32, len(jobs) // (workers * 8) or 1))
     from amplint import worker_lifetime
 

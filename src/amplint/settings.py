@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import fnmatch
-import hashlib
-import json
 import re
 from dataclasses import asdict, dataclass
 from pathlib import PurePath
@@ -60,9 +58,9 @@ class Settings:
             _expand(codes, known)
 
     def enabled_codes(self, filename: str | None = None) -> frozenset[str]:
-        from amplint.rules import all_rules
+        from amplint.rules.catalog import rule_catalog
 
-        rules = all_rules()
+        rules = rule_catalog()
         known = list(rules)
         if self.select:
             codes = _expand(self.select, known)
@@ -78,13 +76,16 @@ class Settings:
 
     def fingerprint(self) -> str:
         """A stable digest of everything that changes lint results, for the cache key."""
+        import hashlib  # only the cache needs it; it loads OpenSSL
+        import json
+
         return hashlib.sha256(json.dumps(asdict(self), sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 def _known_codes() -> list[str]:
-    from amplint.rules import all_rules
+    from amplint.rules.catalog import rule_catalog
 
-    return list(all_rules())
+    return list(rule_catalog())
 
 
 def _glob_matches(pattern: str, filename: str, root: str) -> bool:

@@ -125,18 +125,18 @@ def get_reporter(name: str) -> Reporter:
 
 
 def rule_name(code: str) -> str:
-    from amplint.rules import all_rules
+    from amplint.rules.catalog import rule_catalog
 
-    rule = all_rules().get(code)
+    rule = rule_catalog().get(code)
     if rule is not None:
         return rule.name
     return SYNTAX_ERROR_NAME if code == "AMP000" else code
 
 
 def rule_url(code: str) -> str | None:
-    from amplint.rules import all_rules
+    from amplint.rules.catalog import rule_catalog
 
-    rule = all_rules().get(code)
+    rule = rule_catalog().get(code)
     return rule.url() if rule is not None else None
 
 

@@ -33,7 +33,7 @@ _FIX_SENTENCE = {
 
 def all_rule_rows() -> list[dict]:
     """AMP000 and every registered rule, in code order."""
-    from amplint.rules import all_rules
+    from amplint.rules.catalog import rule_catalog
 
     rows = [
         {
@@ -46,7 +46,7 @@ def all_rule_rows() -> list[dict]:
             "url": None,
         }
     ]
-    for code, rule in all_rules().items():
+    for code, rule in rule_catalog().items():
         rows.append(
             {
                 "code": code,
@@ -75,12 +75,12 @@ def metadata_lines(row: dict) -> list[str]:
 
 def render_rule(code: str) -> str | None:
     """Markdown for one rule: ``# name (CODE)``, its metadata, then its documentation."""
-    from amplint.rules import all_rules
+    from amplint.rules.catalog import rule_catalog
 
     row = find_rule_row(code)
     if row is None:
         return None
-    rule = all_rules().get(row["code"])
+    rule = rule_catalog().get(row["code"])
     body = SYNTAX_ERROR_DOC if rule is None else rule.documentation()
     parts = [f"# {row['name']} ({row['code']})", "", *metadata_lines(row), "", body.strip(), ""]
     return "\n".join(parts)

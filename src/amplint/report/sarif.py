@@ -27,9 +27,9 @@ LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "
 
 def _rule_descriptors() -> list[dict]:
     from amplint.report.ruledoc import SYNTAX_ERROR_DOC, all_rule_rows
-    from amplint.rules import all_rules
+    from amplint.rules.catalog import rule_catalog
 
-    rules = all_rules()
+    rules = rule_catalog()
     out = []
     for row in all_rule_rows():
         rule = rules.get(row["code"])

@@ -1,12 +1,10 @@
-"""Every rule module in this package registers its rule on import."""
+"""One module per rule; subclassing ``Rule`` registers it.
 
-import importlib
-import pkgutil
+Importing this package imports no rule module, since they import libcst: ``rule_catalog()``
+gives every rule's metadata without them, ``all_rules()`` imports them to run the rules.
+"""
 
 from amplint.rules.base import RULES, Rule, all_rules
+from amplint.rules.catalog import rule_catalog
 
-for _module in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
-    if _module.name.startswith("amp"):
-        importlib.import_module(f"{__name__}.{_module.name}")
-
-__all__ = ["RULES", "Rule", "all_rules"]
+__all__ = ["RULES", "Rule", "all_rules", "rule_catalog"]

@@ -6,18 +6,19 @@ Subclassing :class:`Rule` registers the rule, so adding a rule never touches the
 
 from __future__ import annotations
 
-import re
-import textwrap
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Iterator, Union
 
-import libcst as cst
-
-from amplint.fix import Fix, NoFix
 from amplint.model import FixSafety, Severity
+from amplint.rules.metadata import documentation_of, python_block_of, section_of, url_of
 
+# libcst and the fix values only for annotations: importing this module (and with it a rule's
+# metadata) must not import libcst.
 if TYPE_CHECKING:
+    import libcst as cst
+
     from amplint.amp import FileFacts
+    from amplint.fix import Fix, NoFix
 
 DOC_SECTIONS = (
     "What it does",
@@ -96,35 +97,36 @@ class Rule:
         noqa_node: cst.CSTNode | None = None,
     ) -> Violation:
         """A finding at ``node``; ``fix`` is its fix, or the reason it has none."""
+        from amplint.fix import NoFix  # a rule that reports has imported libcst already
+
         if isinstance(fix, NoFix):
             return Violation(self.code, node, message, None, fix.reason, noqa_node)
         return Violation(self.code, node, message, fix, None, noqa_node)
 
     @classmethod
     def documentation(cls) -> str:
-        return textwrap.dedent(cls.__doc__ or "").strip()
+        return documentation_of(cls.__doc__)
 
     @classmethod
     def doc_section(cls, title: str) -> str:
         """The text under ``## title`` in the rule's documentation."""
-        parts = re.split(r"^## (.+)$", cls.documentation(), flags=re.MULTILINE)
-        for heading, body in zip(parts[1::2], parts[2::2]):
-            if heading.strip() == title:
-                return body.strip()
-        return ""
+        return section_of(cls.documentation(), title)
 
     @classmethod
     def doc_code_block(cls, title: str) -> str:
-        match = re.search(r"```python\n(.*?)```", cls.doc_section(title), flags=re.DOTALL)
-        return match.group(1) if match else ""
+        return python_block_of(cls.doc_section(title))
 
     @classmethod
     def url(cls) -> str:
-        return f"https://github.com/amplint/amplint/blob/main/docs/rules/{cls.code}.md"
+        return url_of(cls.code)
 
 
 def all_rules() -> dict[str, type[Rule]]:
-    """Every registered rule, by code, in code order."""
-    from amplint import rules as _package  # noqa: F401  (imports every rule module)
+    """Every rule class, by code, in code order (imports every rule module, and with them libcst).
 
+    Code that needs only metadata uses :func:`amplint.rules.catalog.rule_catalog` instead.
+    """
+    from amplint.rules.catalog import import_rule_modules
+
+    import_rule_modules()
     return dict(sorted(RULES.items()))
