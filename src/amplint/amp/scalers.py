@@ -130,3 +130,49 @@ class ScalerFacts:
                     if other.kind is K.SCALE and self.contains(assignment.value, other.call):
                         return other.scaler
         return None
+
+    # -- the per-optimizer state machine: what is still in force between two ``update()`` calls
+    def is_disabled_scaler(self, key: str | None) -> bool:
+        """Every construction of the scaler ``key`` in this file passes ``enabled=False``."""
+        info = self.scalers.get(key) if key is not None else None
+        return info is not None and info.provably_disabled
+
+    def scaler_updates_on_path(self, event) -> list:
+        """``update()`` calls of ``event``'s scaler that may run in the same pass as ``event``."""
+        from amplint.amp.events import K
+
+        return [
+            e for e in self.events_by_scope.get(event.ctx.scope, [])
+            if e.kind is K.UPDATE and e.scaler == event.scaler and self.on_path(e.ctx, event.ctx)
+        ]
+
+    def updated_between(self, first, second) -> bool:
+        """An ``update()`` of ``second``'s scaler may run after ``first`` and before ``second``,
+        on the path of both."""
+        return any(
+            first.order < update.order < second.order and self.on_path(update.ctx, first.ctx)
+            for update in self.scaler_updates_on_path(second)
+        )
+
+    def optimizer_rebound_per_pass(self, *events) -> bool:
+        """A loop around one of ``events`` rebinds their optimizer (``for opt in optimizers:
+        scaler.unscale_(opt)``): each pass handles a different optimizer."""
+        name = (events[0].optimizer or "").split(".")[0]
+        return any(name in loop.target_names for event in events for loop in event.ctx.loops)
+
+    def still_in_force(self, event, kind):
+        """The first earlier ``kind`` call (``unscale_`` or ``step``) of ``event``'s scaler for the
+        same optimizer that no ``update()`` has reset when ``event`` runs, on one path."""
+        for earlier in self.events_by_scope.get(event.ctx.scope, []):
+            if earlier.order >= event.order:
+                break
+            if (
+                earlier.kind is kind
+                and earlier.scaler == event.scaler
+                and earlier.optimizer == event.optimizer
+                and self.on_path(earlier.ctx, event.ctx)
+                and not self.updated_between(earlier, event)
+                and not self.optimizer_rebound_per_pass(earlier, event)
+            ):
+                return earlier
+        return None
