@@ -23,10 +23,11 @@ from amplint.amp.optimizers import OptimizerFacts
 from amplint.amp.scalers import ScalerFacts
 from amplint.amp.training import TrainingFacts
 from amplint.semantic.model import SemanticModel
+from amplint.semantic.statements import StatementQueries
 
 
 class FileFacts(SemanticModel, AutocastFacts, ScalerFacts, OptimizerFacts, EventFacts, TrainingFacts, ModelFacts,
-                CompatFacts):
+                CompatFacts, StatementQueries):
     def __init__(self, module: cst.Module, positions: dict[cst.CSTNode, CodeRange], path: str, settings=None):
         self.settings = settings
         super().__init__(module, positions, path)

@@ -176,3 +176,58 @@ class ScalerFacts:
             ):
                 return earlier
         return None
+
+    # -- scaled and unscaled losses
+    def tensor_text(self, expr: cst.BaseExpression) -> str:
+        """``expr``'s source without its own parentheses: ``(loss / n)`` and ``loss / n`` compare equal."""
+        return self.code(S.without_parens(expr)).strip()
+
+    def backward_after_discarded_scale(self, scale):
+        """For a ``scaler.scale(loss)`` statement whose result is thrown away, a ``loss.backward()``
+        statement directly after it on the same tensor (the two merge into one)."""
+        from amplint.amp.events import K
+
+        args = S.positional_args(scale.call)
+        following = self.next_statement(scale.ctx.stmt)
+        if following is None or len(args) != 1 or scale.call.args[0].keyword:
+            return None
+        target = self.tensor_text(args[0].value)
+        found = None
+        for other in self.events_by_scope.get(scale.ctx.scope, []):
+            if (
+                other.kind is K.BACKWARD
+                and other.ctx.stmt is following
+                and other.site.is_expression_statement
+                and isinstance(other.call.func, cst.Attribute)
+                and self.tensor_text(other.call.func.value) == target
+            ):
+                found = other
+        return found
+
+    def discarded_scale_before(self, backward) -> bool:
+        """A thrown-away ``scaler.scale(x)`` statement runs before ``x.backward()``, on its path."""
+        from amplint.amp.events import K
+
+        target = self.tensor_text(backward.call.func.value)
+        for event in self.events_by_scope.get(backward.ctx.scope, []):
+            if event.order >= backward.order:
+                break
+            if event.kind is K.SCALE and event.site.is_expression_statement and self.on_path(event.ctx, backward.ctx):
+                args = S.positional_args(event.call)
+                if args and self.tensor_text(args[0].value) == target:
+                    return True
+        return False
+
+    def next_scaler_step(self, backward):
+        """The first ``scaler.step`` after ``backward`` on its path, unless another backward, an
+        optimizer step, ``update()`` or ``zero_grad()`` consumes or clears the gradients first."""
+        from amplint.amp.events import BACKWARD_KINDS, K
+
+        for event in self.events_by_scope.get(backward.ctx.scope, []):
+            if event.order <= backward.order or not self.on_path(event.ctx, backward.ctx):
+                continue
+            if event.kind is K.SCALER_STEP:
+                return event
+            if event.kind in BACKWARD_KINDS or event.kind in (K.OPTIMIZER_STEP, K.UPDATE, K.ZERO_GRAD):
+                return None
+        return None
