@@ -8,6 +8,7 @@ from functools import cached_property
 import libcst as cst
 
 from amplint.amp import catalogue as API
+from amplint.amp.events import BACKWARD_KINDS, Event, EventKind
 from amplint.semantic import syntax as S
 from amplint.semantic.records import CallSite, Scope
 from amplint.semantic.values import value_calls
@@ -137,16 +138,14 @@ class ScalerFacts:
         info = self.scalers.get(key) if key is not None else None
         return info is not None and info.provably_disabled
 
-    def scaler_updates_on_path(self, event) -> list:
+    def scaler_updates_on_path(self, event: Event) -> list[Event]:
         """``update()`` calls of ``event``'s scaler that may run in the same pass as ``event``."""
-        from amplint.amp.events import K
-
         return [
             e for e in self.events_by_scope.get(event.ctx.scope, [])
-            if e.kind is K.UPDATE and e.scaler == event.scaler and self.on_path(e.ctx, event.ctx)
+            if e.kind is EventKind.UPDATE and e.scaler == event.scaler and self.on_path(e.ctx, event.ctx)
         ]
 
-    def updated_between(self, first, second) -> bool:
+    def updated_between(self, first: Event, second: Event) -> bool:
         """An ``update()`` of ``second``'s scaler may run after ``first`` and before ``second``,
         on the path of both."""
         return any(
@@ -154,13 +153,13 @@ class ScalerFacts:
             for update in self.scaler_updates_on_path(second)
         )
 
-    def optimizer_rebound_per_pass(self, *events) -> bool:
+    def optimizer_rebound_per_pass(self, *events: Event) -> bool:
         """A loop around one of ``events`` rebinds their optimizer (``for opt in optimizers:
         scaler.unscale_(opt)``): each pass handles a different optimizer."""
         name = (events[0].optimizer or "").split(".")[0]
         return any(name in loop.target_names for event in events for loop in event.ctx.loops)
 
-    def still_in_force(self, event, kind):
+    def still_in_force(self, event: Event, kind: EventKind) -> Event | None:
         """The first earlier ``kind`` call (``unscale_`` or ``step``) of ``event``'s scaler for the
         same optimizer that no ``update()`` has reset when ``event`` runs, on one path."""
         for earlier in self.events_by_scope.get(event.ctx.scope, []):
@@ -182,11 +181,9 @@ class ScalerFacts:
         """``expr``'s source without its own parentheses: ``(loss / n)`` and ``loss / n`` compare equal."""
         return self.code(S.without_parens(expr)).strip()
 
-    def backward_after_discarded_scale(self, scale):
+    def backward_after_discarded_scale(self, scale: Event) -> Event | None:
         """For a ``scaler.scale(loss)`` statement whose result is thrown away, a ``loss.backward()``
         statement directly after it on the same tensor (the two merge into one)."""
-        from amplint.amp.events import K
-
         args = S.positional_args(scale.call)
         following = self.next_statement(scale.ctx.stmt)
         if following is None or len(args) != 1 or scale.call.args[0].keyword:
@@ -195,7 +192,7 @@ class ScalerFacts:
         found = None
         for other in self.events_by_scope.get(scale.ctx.scope, []):
             if (
-                other.kind is K.BACKWARD
+                other.kind is EventKind.BACKWARD
                 and other.ctx.stmt is following
                 and other.site.is_expression_statement
                 and isinstance(other.call.func, cst.Attribute)
@@ -204,30 +201,26 @@ class ScalerFacts:
                 found = other
         return found
 
-    def discarded_scale_before(self, backward) -> bool:
+    def discarded_scale_before(self, backward: Event) -> bool:
         """A thrown-away ``scaler.scale(x)`` statement runs before ``x.backward()``, on its path."""
-        from amplint.amp.events import K
-
         target = self.tensor_text(backward.call.func.value)
         for event in self.events_by_scope.get(backward.ctx.scope, []):
             if event.order >= backward.order:
                 break
-            if event.kind is K.SCALE and event.site.is_expression_statement and self.on_path(event.ctx, backward.ctx):
+            if event.kind is EventKind.SCALE and event.site.is_expression_statement and self.on_path(event.ctx, backward.ctx):
                 args = S.positional_args(event.call)
                 if args and self.tensor_text(args[0].value) == target:
                     return True
         return False
 
-    def next_scaler_step(self, backward):
+    def next_scaler_step(self, backward: Event) -> Event | None:
         """The first ``scaler.step`` after ``backward`` on its path, unless another backward, an
         optimizer step, ``update()`` or ``zero_grad()`` consumes or clears the gradients first."""
-        from amplint.amp.events import BACKWARD_KINDS, K
-
         for event in self.events_by_scope.get(backward.ctx.scope, []):
             if event.order <= backward.order or not self.on_path(event.ctx, backward.ctx):
                 continue
-            if event.kind is K.SCALER_STEP:
+            if event.kind is EventKind.SCALER_STEP:
                 return event
-            if event.kind in BACKWARD_KINDS or event.kind in (K.OPTIMIZER_STEP, K.UPDATE, K.ZERO_GRAD):
+            if event.kind in BACKWARD_KINDS or event.kind in (EventKind.OPTIMIZER_STEP, EventKind.UPDATE, EventKind.ZERO_GRAD):
                 return None
         return None
