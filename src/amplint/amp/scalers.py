@@ -10,7 +10,7 @@ import libcst as cst
 from amplint.amp import catalogue as API
 from amplint.amp.events import BACKWARD_KINDS, Event, EventKind
 from amplint.semantic import syntax as S
-from amplint.semantic.records import CallSite, Scope
+from amplint.semantic.records import CallSite, Context, Scope
 from amplint.semantic.values import value_calls
 
 
@@ -224,3 +224,33 @@ class ScalerFacts:
             if event.kind in BACKWARD_KINDS or event.kind in (EventKind.OPTIMIZER_STEP, EventKind.UPDATE, EventKind.ZERO_GRAD):
                 return None
         return None
+
+    # -- whether the file uses AMP at all
+    @cached_property
+    def uses_amp(self) -> bool:
+        """The file builds a GradScaler that may be enabled, scales a loss through an unbuilt
+        scaler (``self.scaler`` made elsewhere), or enters an autocast region that may be enabled."""
+        for info in self.scalers.values():
+            if info.constructions and not info.provably_disabled:
+                return True
+            if not info.constructions and "scale-backward" in info.evidence:
+                return True
+        return any(r.resolved and r.maybe_enabled for regions in self.autocast_regions.values() for r in regions)
+
+    def definite_scaler_seen_from(self, ctx: Context) -> bool:
+        """An always-enabled GradScaler is built unconditionally where code at ``ctx`` sees it:
+        not under an ``if``, not chosen by ``GradScaler() if amp else None``, not ``enabled=flag``."""
+        for info in self.scalers.values():
+            for site in info.constructions:
+                enabled = S.keyword_arg_value(site.node, "enabled")
+                if enabled is not None and S.bool_value(enabled) is not True:
+                    continue
+                if site.ctx.branches:
+                    continue
+                if not self.same_variable(info.key, site.ctx, ctx) and site.ctx.scope.kind != "module":
+                    continue
+                stmt = site.ctx.stmt
+                if isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.Assign) and stmt.body[0].value is not site.node:
+                    continue
+                return True
+        return False
