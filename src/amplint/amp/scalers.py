@@ -8,8 +8,9 @@ from functools import cached_property
 import libcst as cst
 
 from amplint.amp import catalogue as API
+from amplint.amp.events import BACKWARD_KINDS, Event, EventKind
 from amplint.semantic import syntax as S
-from amplint.semantic.records import CallSite, Scope
+from amplint.semantic.records import CallSite, Context, Scope
 from amplint.semantic.values import value_calls
 
 
@@ -130,3 +131,126 @@ class ScalerFacts:
                     if other.kind is K.SCALE and self.contains(assignment.value, other.call):
                         return other.scaler
         return None
+
+    # -- the per-optimizer state machine: what is still in force between two ``update()`` calls
+    def is_disabled_scaler(self, key: str | None) -> bool:
+        """Every construction of the scaler ``key`` in this file passes ``enabled=False``."""
+        info = self.scalers.get(key) if key is not None else None
+        return info is not None and info.provably_disabled
+
+    def scaler_updates_on_path(self, event: Event) -> list[Event]:
+        """``update()`` calls of ``event``'s scaler that may run in the same pass as ``event``."""
+        return [
+            e for e in self.events_by_scope.get(event.ctx.scope, [])
+            if e.kind is EventKind.UPDATE and e.scaler == event.scaler and self.on_path(e.ctx, event.ctx)
+        ]
+
+    def updated_between(self, first: Event, second: Event) -> bool:
+        """An ``update()`` of ``second``'s scaler may run after ``first`` and before ``second``,
+        on the path of both."""
+        return any(
+            first.order < update.order < second.order and self.on_path(update.ctx, first.ctx)
+            for update in self.scaler_updates_on_path(second)
+        )
+
+    def optimizer_rebound_per_pass(self, *events: Event) -> bool:
+        """A loop around one of ``events`` rebinds their optimizer (``for opt in optimizers:
+        scaler.unscale_(opt)``): each pass handles a different optimizer."""
+        name = (events[0].optimizer or "").split(".")[0]
+        return any(name in loop.target_names for event in events for loop in event.ctx.loops)
+
+    def still_in_force(self, event: Event, kind: EventKind) -> Event | None:
+        """The first earlier ``kind`` call (``unscale_`` or ``step``) of ``event``'s scaler for the
+        same optimizer that no ``update()`` has reset when ``event`` runs, on one path."""
+        for earlier in self.events_by_scope.get(event.ctx.scope, []):
+            if earlier.order >= event.order:
+                break
+            if (
+                earlier.kind is kind
+                and earlier.scaler == event.scaler
+                and earlier.optimizer == event.optimizer
+                and self.on_path(earlier.ctx, event.ctx)
+                and not self.updated_between(earlier, event)
+                and not self.optimizer_rebound_per_pass(earlier, event)
+            ):
+                return earlier
+        return None
+
+    # -- scaled and unscaled losses
+    def tensor_text(self, expr: cst.BaseExpression) -> str:
+        """``expr``'s source without its own parentheses: ``(loss / n)`` and ``loss / n`` compare equal."""
+        return self.code(S.without_parens(expr)).strip()
+
+    def backward_after_discarded_scale(self, scale: Event) -> Event | None:
+        """For a ``scaler.scale(loss)`` statement whose result is thrown away, a ``loss.backward()``
+        statement directly after it on the same tensor (the two merge into one)."""
+        args = S.positional_args(scale.call)
+        following = self.next_statement(scale.ctx.stmt)
+        if following is None or len(args) != 1 or scale.call.args[0].keyword:
+            return None
+        target = self.tensor_text(args[0].value)
+        found = None
+        for other in self.events_by_scope.get(scale.ctx.scope, []):
+            if (
+                other.kind is EventKind.BACKWARD
+                and other.ctx.stmt is following
+                and other.site.is_expression_statement
+                and isinstance(other.call.func, cst.Attribute)
+                and self.tensor_text(other.call.func.value) == target
+            ):
+                found = other
+        return found
+
+    def discarded_scale_before(self, backward: Event) -> bool:
+        """A thrown-away ``scaler.scale(x)`` statement runs before ``x.backward()``, on its path."""
+        target = self.tensor_text(backward.call.func.value)
+        for event in self.events_by_scope.get(backward.ctx.scope, []):
+            if event.order >= backward.order:
+                break
+            if event.kind is EventKind.SCALE and event.site.is_expression_statement and self.on_path(event.ctx, backward.ctx):
+                args = S.positional_args(event.call)
+                if args and self.tensor_text(args[0].value) == target:
+                    return True
+        return False
+
+    def next_scaler_step(self, backward: Event) -> Event | None:
+        """The first ``scaler.step`` after ``backward`` on its path, unless another backward, an
+        optimizer step, ``update()`` or ``zero_grad()`` consumes or clears the gradients first."""
+        for event in self.events_by_scope.get(backward.ctx.scope, []):
+            if event.order <= backward.order or not self.on_path(event.ctx, backward.ctx):
+                continue
+            if event.kind is EventKind.SCALER_STEP:
+                return event
+            if event.kind in BACKWARD_KINDS or event.kind in (EventKind.OPTIMIZER_STEP, EventKind.UPDATE, EventKind.ZERO_GRAD):
+                return None
+        return None
+
+    # -- whether the file uses AMP at all
+    @cached_property
+    def uses_amp(self) -> bool:
+        """The file builds a GradScaler that may be enabled, scales a loss through an unbuilt
+        scaler (``self.scaler`` made elsewhere), or enters an autocast region that may be enabled."""
+        for info in self.scalers.values():
+            if info.constructions and not info.provably_disabled:
+                return True
+            if not info.constructions and "scale-backward" in info.evidence:
+                return True
+        return any(r.resolved and r.maybe_enabled for regions in self.autocast_regions.values() for r in regions)
+
+    def definite_scaler_seen_from(self, ctx: Context) -> bool:
+        """An always-enabled GradScaler is built unconditionally where code at ``ctx`` sees it:
+        not under an ``if``, not chosen by ``GradScaler() if amp else None``, not ``enabled=flag``."""
+        for info in self.scalers.values():
+            for site in info.constructions:
+                enabled = S.keyword_arg_value(site.node, "enabled")
+                if enabled is not None and S.bool_value(enabled) is not True:
+                    continue
+                if site.ctx.branches:
+                    continue
+                if not self.same_variable(info.key, site.ctx, ctx) and site.ctx.scope.kind != "module":
+                    continue
+                stmt = site.ctx.stmt
+                if isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.Assign) and stmt.body[0].value is not site.node:
+                    continue
+                return True
+        return False

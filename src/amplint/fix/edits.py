@@ -163,3 +163,11 @@ def replace_within(root: cst.CSTNode, changes: dict) -> cst.CSTNode:
     from amplint.fix.apply import ReplaceNodes
 
     return root.visit(ReplaceNodes(changes))  # type: ignore[return-value]
+
+
+def remove_statement(model, stmt: cst.CSTNode):
+    """Replacement for ``stmt`` that deletes it, or ``pass`` when it is its block's only statement."""
+    block = model.statement_block(stmt)
+    if block is not None and len(block[1]) > 1:
+        return cst.RemovalSentinel.REMOVE
+    return stmt.with_changes(body=[cst.Pass()])

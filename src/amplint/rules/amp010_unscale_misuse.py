@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from textwrap import dedent
 from typing import Iterator
 
 from amplint.amp import Event, EventKind
@@ -78,139 +79,123 @@ class UnscaleMisuse(Rule):
     triggers = ("unscale_",)
 
     valid = (
-        (
-            "scaler = torch.amp.GradScaler('cuda')\nfor x in loader:\n    scaler.scale(model(x)).backward()\n"
-            "    scaler.unscale_(optimizer)\n    clip(model)\n    scaler.step(optimizer)\n    scaler.update()\n"
-        ),
-        (
-            "scaler = torch.amp.GradScaler('cuda')\nfor x in loader:\n    scaler.scale(model(x)).backward()\n"
-            "    for opt in optimizers:\n        scaler.unscale_(opt)\n    for opt in optimizers:\n        scaler.step(opt)\n"
-            "    scaler.update()\n"
-        ),
-        (
-            "scaler = torch.amp.GradScaler('cuda')\nfor x in loader:\n    scaler.scale(model(x)).backward()\n"
-            "    if clip_mode == 'norm':\n        scaler.unscale_(optimizer)\n    elif clip_mode == 'value':\n"
-            "        scaler.unscale_(optimizer)\n    scaler.step(optimizer)\n    scaler.update()\n"
-        ),
+        dedent("""\
+            scaler = torch.amp.GradScaler('cuda')
+            for x in loader:
+                scaler.scale(model(x)).backward()
+                scaler.unscale_(optimizer)
+                clip(model)
+                scaler.step(optimizer)
+                scaler.update()
+        """),
+        dedent("""\
+            scaler = torch.amp.GradScaler('cuda')
+            for x in loader:
+                scaler.scale(model(x)).backward()
+                for opt in optimizers:
+                    scaler.unscale_(opt)
+                for opt in optimizers:
+                    scaler.step(opt)
+                scaler.update()
+        """),
+        dedent("""\
+            scaler = torch.amp.GradScaler('cuda')
+            for x in loader:
+                scaler.scale(model(x)).backward()
+                if clip_mode == 'norm':
+                    scaler.unscale_(optimizer)
+                elif clip_mode == 'value':
+                    scaler.unscale_(optimizer)
+                scaler.step(optimizer)
+                scaler.update()
+        """),
     )
     invalid = (
-        (
-            "scaler = torch.amp.GradScaler('cuda')\nfor x in loader:\n    scaler.scale(model(x)).backward()\n"
-            "    scaler.unscale_(optimizer)\n    clip(model)\n    scaler.unscale_(optimizer)\n    scaler.step(optimizer)\n"
-            "    scaler.update()\n"
-        ),
-        (
-            "scaler = torch.amp.GradScaler('cuda')\nfor x in loader:\n    scaler.scale(model(x)).backward()\n"
-            "    scaler.step(optimizer)\n    scaler.unscale_(optimizer)\n    scaler.update()\n"
-        ),
-        (
-            "scaler = torch.amp.GradScaler('cuda')\nfor x in loader:\n    for micro in split(x):\n"
-            "        scaler.scale(model(micro)).backward()\n        scaler.unscale_(optimizer)\n"
-            "    scaler.step(optimizer)\n    scaler.update()\n"
-        ),
+        dedent("""\
+            scaler = torch.amp.GradScaler('cuda')
+            for x in loader:
+                scaler.scale(model(x)).backward()
+                scaler.unscale_(optimizer)
+                clip(model)
+                scaler.unscale_(optimizer)
+                scaler.step(optimizer)
+                scaler.update()
+        """),
+        dedent("""\
+            scaler = torch.amp.GradScaler('cuda')
+            for x in loader:
+                scaler.scale(model(x)).backward()
+                scaler.step(optimizer)
+                scaler.unscale_(optimizer)
+                scaler.update()
+        """),
+        dedent("""\
+            scaler = torch.amp.GradScaler('cuda')
+            for x in loader:
+                for micro in split(x):
+                    scaler.scale(model(micro)).backward()
+                    scaler.unscale_(optimizer)
+                scaler.step(optimizer)
+                scaler.update()
+        """),
     )
 
     def check(self) -> Iterator[Violation]:
-        facts = self.facts
-        for events in facts.events_by_scope.values():
-            for event in events:
-                if event.kind != EventKind.UNSCALE or event.scaler is None or event.optimizer is None:
-                    continue
-                info = facts.scalers.get(event.scaler)
-                if info is not None and info.provably_disabled:
-                    continue
-                message = self._twice(event, events) or self._after_step(event, events) or self._per_microbatch(event, events)
-                if message:
-                    yield self.violation(event.call, message, fix=NoFix("choose which call to keep"))
+        for event in self.facts.events:
+            if event.kind is not EventKind.UNSCALE or event.scaler is None or event.optimizer is None:
+                continue
+            if self.facts.is_disabled_scaler(event.scaler):
+                continue
+            message = self._twice(event) or self._after_step(event) or self._per_microbatch(event)
+            if message:
+                yield self.violation(event.call, message, fix=NoFix("choose which call to keep"))
 
-    def _no_update_between(self, first: Event, second: Event, events: list[Event]) -> bool:
-        facts = self.facts
-        return not any(
-            e.kind == EventKind.UPDATE
-            and e.scaler == second.scaler
-            and first.order < e.order < second.order
-            and facts.on_path(e.ctx, first.ctx)
-            and facts.on_path(e.ctx, second.ctx)
-            for e in events
+    def _twice(self, event: Event) -> str | None:
+        earlier = self.facts.still_in_force(event, EventKind.UNSCALE)
+        if earlier is None:
+            return None
+        return (
+            f"`{event.scaler}.unscale_({event.optimizer})` is already called on line "
+            f"{self.facts.position(earlier.call).start.line} with no `{event.scaler}.update()` in between: raises "
+            f"`RuntimeError: unscale_() has already been called on this optimizer since the last update().`"
         )
 
-    def _twice(self, event: Event, events: list[Event]) -> str | None:
-        facts = self.facts
-        for earlier in events:
-            if earlier.order >= event.order:
-                break
-            if (
-                earlier.kind == EventKind.UNSCALE
-                and earlier.scaler == event.scaler
-                and earlier.optimizer == event.optimizer
-                and facts.on_path(earlier.ctx, event.ctx)
-                and self._no_update_between(earlier, event, events)
-                and not self._rebinds_optimizer(earlier, event)
-            ):
-                return (
-                    f"`{event.scaler}.unscale_({event.optimizer})` is already called on line "
-                    f"{facts.position(earlier.call).start.line} with no `{event.scaler}.update()` in between: raises "
-                    f"`RuntimeError: unscale_() has already been called on this optimizer since the last update().`"
-                )
-        return None
+    def _after_step(self, event: Event) -> str | None:
+        step = self.facts.still_in_force(event, EventKind.SCALER_STEP)
+        if step is None:
+            return None
+        return (
+            f"`{event.scaler}.unscale_({event.optimizer})` runs after `{event.scaler}.step({event.optimizer})` "
+            f"(line {self.facts.position(step.call).start.line}) with no `update()` in between: raises "
+            f"`RuntimeError: unscale_() is being called after step().`; unscale before the step"
+        )
 
-    def _rebinds_optimizer(self, first: Event, second: Event) -> bool:
-        """``for opt in optimizers`` around one of the calls: each pass unscales a different optimizer."""
-        name = (first.optimizer or "").split(".")[0]
-        for event in (first, second):
-            if any(name in loop.target_names for loop in event.ctx.loops):
-                return True
-        return False
-
-    def _after_step(self, event: Event, events: list[Event]) -> str | None:
-        facts = self.facts
-        for earlier in events:
-            if earlier.order >= event.order:
-                break
-            if (
-                earlier.kind == EventKind.SCALER_STEP
-                and earlier.scaler == event.scaler
-                and earlier.optimizer == event.optimizer
-                and facts.on_path(earlier.ctx, event.ctx)
-                and self._no_update_between(earlier, event, events)
-                and not self._rebinds_optimizer(earlier, event)
-            ):
-                return (
-                    f"`{event.scaler}.unscale_({event.optimizer})` runs after `{event.scaler}.step({event.optimizer})` "
-                    f"(line {facts.position(earlier.call).start.line}) with no `update()` in between: raises "
-                    f"`RuntimeError: unscale_() is being called after step().`; unscale before the step"
-                )
-        return None
-
-    def _per_microbatch(self, event: Event, events: list[Event]) -> str | None:
+    def _per_microbatch(self, event: Event) -> str | None:
         """``unscale_`` in the micro-batch loop while ``update()`` runs once per accumulated batch."""
         facts = self.facts
         loop = facts.iteration_loop(event.ctx)
-        if loop is None:
-            return None
-        name = (event.optimizer or "").split(".")[0]
-        if any(name in l.target_names for l in event.ctx.loops):
+        if loop is None or facts.optimizer_rebound_per_pass(event):
             return None
         scaler = event.scaler
-        updates = [e for e in events if e.kind == EventKind.UPDATE and e.scaler == scaler and facts.on_path(e.ctx, event.ctx)]
+        updates = facts.scaler_updates_on_path(event)
         inside = [u for u in updates if loop in u.ctx.loops]
         if not inside:
-            outside_after = [u for u in updates if u.order > event.order]
-            if not outside_after:
+            after = [u for u in updates if u.order > event.order]
+            if not after:
                 return None
             return (
                 f"`{scaler}.unscale_({event.optimizer})` runs on every pass of the micro-batch loop but "
-                f"`{scaler}.update()` (line {facts.position(outside_after[0].call).start.line}) only after it: the second "
+                f"`{scaler}.update()` (line {facts.position(after[0].call).start.line}) only after it: the second "
                 f"pass raises `RuntimeError: unscale_() has already been called on this optimizer since the last "
                 f"update().`; unscale once, before clipping and `step`"
             )
         for update in inside:
-            acc = facts.accumulation_branch(update.ctx)
-            if acc is None or facts.under_same_condition(event.ctx, acc):
+            boundary = facts.accumulation_branch(update.ctx)
+            if boundary is None or facts.under_same_condition(event.ctx, boundary):
                 return None
-            if not facts.contains(loop.node, acc.node):
+            if not facts.contains(loop.node, boundary.node):
                 return None
-        test = facts.code(acc.node.test)  # type: ignore[union-attr, attr-defined]
+        test = facts.code(boundary.node.test)  # type: ignore[attr-defined]
         return (
             f"`{scaler}.unscale_({event.optimizer})` runs every micro-batch but `{scaler}.update()` only under "
             f"`if {test}:`: the second micro-batch raises `RuntimeError: unscale_() has already been called on this "

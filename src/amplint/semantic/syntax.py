@@ -152,3 +152,10 @@ def flat_text(code: str) -> str:
         text = text[1:-1]
     return text
 
+
+
+def without_parens(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """``expr`` without its own parentheses (as when it becomes a call argument)."""
+    if getattr(expr, "lpar", None):
+        return expr.with_changes(lpar=[], rpar=[])
+    return expr
