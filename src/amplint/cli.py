@@ -61,6 +61,7 @@ class AmplintGroup(click.Group):
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if not args or (args[0] not in self.list_commands(ctx) and args[0] not in self._GROUP_ARGS):
+            _refuse_mistyped_command(args[0] if args else "", self.list_commands(ctx))
             args = ["check", *args]
         return super().parse_args(ctx, args)
 
@@ -85,6 +86,19 @@ class AmplintGroup(click.Group):
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
+
+
+def _refuse_mistyped_command(word: str, commands: list[str]) -> None:
+    """Exit 2 when ``word`` is a near miss of a command (``chek``) rather than a path to lint."""
+    import difflib
+    import re
+
+    if not re.fullmatch(r"[a-z][a-z-]*", word) or os.path.exists(word):
+        return
+    close = difflib.get_close_matches(word, commands, n=1, cutoff=0.6)
+    if close:
+        _error(f"unknown command '{word}' (did you mean '{close[0]}'?)")
+        sys.exit(EXIT_ERROR)
 
 
 def _load_verify() -> click.Command:
