@@ -10,37 +10,17 @@ amplint on the statement's first line; flake8's ``--disable-noqa`` turns both of
 from __future__ import annotations
 
 from functools import lru_cache
-from pathlib import Path
 from typing import Any, Iterator
 
 import amplint
+from amplint.file_settings import directory_of, settings_for_directory
 
 # The one code under which amplint reports a file it could not lint (it is never reported clean).
 CANNOT_LINT_CODE = "AMP000"
 
 
-@lru_cache(maxsize=256)
-def _settings_for_directory(directory: str, respect_noqa: bool):
-    """The Settings of ``amplint check`` for files in ``directory`` (configuration found upward)."""
-    from amplint.config import resolve_config
-    from amplint.settings import Settings
-
-    config = resolve_config(None, Path(directory))
-    return Settings(
-        select=config.select or (),
-        extend_select=config.extend_select,
-        ignore=config.ignore,
-        per_file_ignores=config.per_file_ignores,
-        target_torch=config.target_torch,
-        root=str(config.root.resolve()),
-        respect_noqa=respect_noqa,
-    )
-
-
-def _directory_of(filename: str) -> str:
-    path = Path(filename)
-    # flake8 names stdin "stdin" (or --stdin-display-name): look for the configuration from here.
-    return str(path.parent if path.parent.is_dir() else Path.cwd())
+# One configuration lookup per folder, not per file.
+_settings_for_directory = lru_cache(maxsize=256)(settings_for_directory)
 
 
 class AmplintChecker:
@@ -63,7 +43,7 @@ class AmplintChecker:
         from amplint.engine import lint_text
 
         try:
-            settings = _settings_for_directory(_directory_of(self.filename), not self.disable_noqa)
+            settings = _settings_for_directory(str(directory_of(self.filename)), not self.disable_noqa)
         except ConfigError as exc:
             yield 1, 0, f"{CANNOT_LINT_CODE} amplint cannot lint this file: {exc}", type(self)
             return
