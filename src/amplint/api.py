@@ -87,7 +87,9 @@ def check_settings(settings: Any) -> Settings:
     )
 
 
-def _lint(code: str, path: str, settings: Settings, **kwargs):
+def lint_document(code: str, path: str, settings: Settings, **kwargs):
+    """``engine.lint_text`` for a text held in memory (API, editor): a text that does not parse
+    is reported even when the prefilter finds nothing AMP-related in it."""
     from amplint.engine import lint_text
 
     result = lint_text(code, path, settings, **kwargs)
@@ -119,7 +121,7 @@ def lint_source(code: str, path: str | os.PathLike = "<stdin>", settings: Settin
     A text that does not parse gives one ``AMP000`` finding at the error's position.
     """
     code = _check_code(code)
-    return _lint(code, _check_path(path), check_settings(settings)).findings
+    return lint_document(code, _check_path(path), check_settings(settings)).findings
 
 
 def fix_source(
@@ -132,5 +134,5 @@ def fix_source(
     code = _check_code(code)
     if not isinstance(unsafe, bool):
         raise TypeError(f"unsafe must be a bool, not {type(unsafe).__name__}")
-    result = _lint(code, _check_path(path), check_settings(settings), fix=True, unsafe=unsafe)
+    result = lint_document(code, _check_path(path), check_settings(settings), fix=True, unsafe=unsafe)
     return result.source if result.source is not None else code

@@ -503,6 +503,19 @@ def rule_command(code: str) -> None:
     click.echo(text, nl=False)
 
 
+@main_group.command("server", context_settings=CONTEXT_SETTINGS, short_help="Run the language server for editors (needs amplint[lsp]).")
+def server_command() -> None:
+    """Speak the Language Server Protocol on stdin/stdout: diagnostics and quick fixes in editors."""
+    try:
+        from amplint.lsp.server import serve
+    except ImportError as exc:
+        if (getattr(exc, "name", None) or "").split(".")[0] in ("pygls", "lsprotocol"):
+            _error("amplint server needs pygls: pip install 'amplint[lsp]'")
+            sys.exit(EXIT_ERROR)
+        raise
+    serve()
+
+
 # --------------------------------------------------------------------------- entry point
 
 
