@@ -205,6 +205,7 @@ def _project_root(config, start: Path) -> Path:
 @click.option("--cache-dir", type=click.Path(file_okay=False, path_type=str), help="Cache folder (default: .amplint_cache in the project root).")
 @click.option("--no-prefilter", is_flag=True, help="Parse every file, even those without any AMP trigger text.")
 @click.option("--stdin-filename", metavar="PATH", help="The name of the file read from stdin (`-`).")
+@click.option("--add-noqa", is_flag=True, help="Add `# noqa: CODE` to every line with a finding (merging with existing noqa comments).")
 def check_command(paths, **options) -> None:
     """Lint PATHS (files or directories; default `.`; `-` reads stdin)."""
     try:
@@ -270,6 +271,9 @@ def _check(paths: list[str], **options) -> int:
         raise Failure("`-` (stdin) cannot be combined with other paths")
     human = output_format in HUMAN_FORMATS
     quiet = options["quiet"]
+
+    if options["add_noqa"]:
+        return _add_noqa(paths, settings, config, start, options, use_stdin, mode)
 
     edits = output_format in EDIT_FORMATS and not options["statistics"]
     if use_stdin:
@@ -339,6 +343,36 @@ def _write_report(text: str, output_file: str | None, stream) -> None:
             handle.write(text)
     except OSError as exc:
         raise Failure(f"--output-file {output_file}: cannot write ({exc.strerror or exc})") from None
+
+
+def _add_noqa(paths, settings, config, start, options, use_stdin: bool, mode: str) -> int:
+    from amplint.add_noqa import add_noqa_to_files
+
+    if use_stdin:
+        raise Failure("--add-noqa writes files and cannot read stdin")
+    if mode != "check":
+        raise Failure("--add-noqa cannot be combined with --fix or --diff")
+    results, paths_map, missing = _run_files(
+        paths or ["."], settings, config, start, "check", {**options, "no_cache": True}, options["quiet"], False
+    )
+    outcome = add_noqa_to_files(sorted(results, key=lambda r: r.filename), paths_map)
+    failed = False
+    for result in results:
+        for error in result.errors:
+            _error(error.message)
+            failed = True
+        for finding in result.findings:
+            if finding.code == "AMP000":
+                _error(f"{finding.filename}:{finding.location.row}:{finding.location.column}: {finding.message} (not suppressible)")
+                failed = True
+    for error in outcome.errors:
+        _error(error.message)
+        failed = True
+    for place in outcome.not_placeable:
+        _warning(f"{place}: no comment can go at the end of this line (inside a string or a continuation); not suppressed")
+    if not options["quiet"]:
+        click.echo(f"Added {_plural(outcome.added, 'noqa directive')}.", err=True)
+    return EXIT_ERROR if missing or failed else EXIT_OK
 
 
 def _summary(mode: str, findings, fixed: int, changed, unchecked: int, missing: int, context) -> str:
