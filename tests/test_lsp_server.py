@@ -192,3 +192,22 @@ def test_server_without_pygls_says_how_to_install_it():
     run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert run.returncode == 2
     assert run.stderr == "amplint: error: amplint server needs pygls: pip install 'amplint[lsp]'\n"
+
+
+def test_invalid_configuration_is_shown_once_not_on_every_change(start, tmp_path):
+    (tmp_path / "amplint.toml").write_text('selct = ["AMP001"]\n')
+    client = start()
+    path = tmp_path / "train.py"
+    uri = path.as_uri()
+    client.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": DEPRECATED}})
+    shown = client.wait_for("window/showMessage")
+    assert shown["type"] == 1
+    assert shown["message"] == "amplint: amplint.toml: unknown key 'selct' (did you mean 'select'?)"
+    client.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"text": CLEAN}]})
+    (tmp_path / "amplint.toml").write_text('select = ["AMP001"]\n')  # fixed: diagnostics come back
+    published = change_document(client, path, DEPRECATED, 3)
+    assert [d["code"] for d in published["diagnostics"]] == ["AMP001"]
+    methods = []
+    while not client.notifications.empty():
+        methods.append(client.notifications.get().get("method"))
+    assert "window/showMessage" not in methods

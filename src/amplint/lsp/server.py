@@ -27,6 +27,7 @@ class AmplintServer(LanguageServer):
         # initializationOptions {"unsafeFixes": true} also offers the unsafe fixes, as
         # `amplint check --unsafe-fixes` does; they change behaviour, so they are opt-in.
         self.unsafe_fixes = False
+        self._reported_config_errors: set[str] = set()
 
     def filename(self, uri: str) -> str:
         return to_fs_path(uri) or uri
@@ -38,7 +39,10 @@ class AmplintServer(LanguageServer):
         try:
             return settings_for_directory(directory_of(self.filename(uri)))
         except ConfigError as exc:
-            self.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=f"amplint: {exc}"))
+            # Once per distinct error: the lookup repeats on every keystroke.
+            if str(exc) not in self._reported_config_errors:
+                self._reported_config_errors.add(str(exc))
+                self.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=f"amplint: {exc}"))
             return None
 
     def lint(self, uri: str, edits: bool):
