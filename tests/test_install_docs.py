@@ -19,7 +19,7 @@ def test_precommit_revs_are_existing_tags_or_the_commit_placeholder():
     tags = _tags()
     for doc in DOCS:
         for rev in re.findall(r"^\s*rev:\s*(\S+)", doc.read_text(encoding="utf-8"), flags=re.MULTILINE):
-            assert rev == "COMMIT" or rev in tags, f"{doc.name}: pre-commit rev {rev!r} is no tag of this repository"
+            assert rev == "<commit-sha>" or rev in tags, f"{doc.name}: pre-commit rev {rev!r} is no tag of this repository"
 
 
 def test_registry_install_is_only_offered_as_the_future():
