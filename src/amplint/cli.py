@@ -62,6 +62,7 @@ class AmplintGroup(click.Group):
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         if not args or (args[0] not in self.list_commands(ctx) and args[0] not in self._GROUP_ARGS):
+            _refuse_mistyped_command(args[0] if args else "", self.list_commands(ctx))
             args = ["check", *args]
         return super().parse_args(ctx, args)
 
@@ -86,6 +87,19 @@ class AmplintGroup(click.Group):
         if rows:
             with formatter.section("Commands"):
                 formatter.write_dl(rows)
+
+
+def _refuse_mistyped_command(word: str, commands: list[str]) -> None:
+    """Exit 2 when ``word`` is a near miss of a command (``chek``) rather than a path to lint."""
+    import difflib
+    import re
+
+    if not re.fullmatch(r"[a-z][a-z-]*", word) or os.path.exists(word):
+        return
+    close = difflib.get_close_matches(word, commands, n=1, cutoff=0.6)
+    if close:
+        _error(f"unknown command '{word}' (did you mean '{close[0]}'?)")
+        sys.exit(EXIT_ERROR)
 
 
 def _load_verify() -> click.Command:
@@ -192,6 +206,7 @@ def _project_root(config, start: Path) -> Path:
 @click.option("--cache-dir", type=click.Path(file_okay=False, path_type=str), help="Cache folder (default: .amplint_cache in the project root).")
 @click.option("--no-prefilter", is_flag=True, help="Parse every file, even those without any AMP trigger text.")
 @click.option("--stdin-filename", metavar="PATH", help="The name of the file read from stdin (`-`).")
+@click.option("--add-noqa", is_flag=True, help="Add `# noqa: CODE` to every line with a finding (merging with existing noqa comments).")
 def check_command(paths, **options) -> None:
     """Lint PATHS (files or directories; default `.`; `-` reads stdin)."""
     try:
@@ -261,6 +276,9 @@ def _check(paths: list[str], **options) -> int:
         raise Failure("`-` (stdin) cannot be combined with other paths")
     human = output_format in HUMAN_FORMATS
     quiet = options["quiet"]
+
+    if options["add_noqa"]:
+        return _add_noqa(paths, settings, config, start, options, use_stdin, mode)
 
     edits = output_format in EDIT_FORMATS and not options["statistics"]
     if use_stdin:
@@ -333,6 +351,36 @@ def _write_report(text: str, output_file: str | None, stream) -> None:
             handle.write(text)
     except OSError as exc:
         raise Failure(f"--output-file {output_file}: cannot write ({exc.strerror or exc})") from None
+
+
+def _add_noqa(paths, settings, config, start, options, use_stdin: bool, mode: str) -> int:
+    from amplint.add_noqa import add_noqa_to_files
+
+    if use_stdin:
+        raise Failure("--add-noqa writes files and cannot read stdin")
+    if mode != "check":
+        raise Failure("--add-noqa cannot be combined with --fix or --diff")
+    results, paths_map, missing = _run_files(
+        paths or ["."], settings, config, start, "check", {**options, "no_cache": True}, options["quiet"], False
+    )
+    outcome = add_noqa_to_files(sorted(results, key=lambda r: r.filename), paths_map)
+    failed = False
+    for result in results:
+        for error in result.errors:
+            _error(error.message)
+            failed = True
+        for finding in result.findings:
+            if finding.code == "AMP000":
+                _error(f"{finding.filename}:{finding.location.row}:{finding.location.column}: {finding.message} (not suppressible)")
+                failed = True
+    for error in outcome.errors:
+        _error(error.message)
+        failed = True
+    for place in outcome.not_placeable:
+        _warning(f"{place}: no comment can go at the end of this line (inside a string or a continuation); not suppressed")
+    if not options["quiet"]:
+        click.echo(f"Added {_plural(outcome.added, 'noqa directive')}.", err=True)
+    return EXIT_ERROR if missing or failed else EXIT_OK
 
 
 def _summary(mode: str, findings, fixed: int, changed, unchecked: int, missing: int, context) -> str:
@@ -506,6 +554,19 @@ def rule_command(code: str) -> None:
         _error(f"unknown rule code '{code}' (see `amplint rules`)")
         sys.exit(EXIT_ERROR)
     click.echo(text, nl=False)
+
+
+@main_group.command("server", context_settings=CONTEXT_SETTINGS, short_help="Run the language server for editors (needs amplint[lsp]).")
+def server_command() -> None:
+    """Speak the Language Server Protocol on stdin/stdout: diagnostics and quick fixes in editors."""
+    try:
+        from amplint.lsp.server import serve
+    except ImportError as exc:
+        if (getattr(exc, "name", None) or "").split(".")[0] in ("pygls", "lsprotocol"):
+            _error("amplint server needs pygls: pip install 'amplint[lsp]'")
+            sys.exit(EXIT_ERROR)
+        raise
+    serve()
 
 
 # --------------------------------------------------------------------------- entry point

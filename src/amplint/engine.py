@@ -203,7 +203,7 @@ def _lint_once(text: str, filename: str, settings: Settings, codes: frozenset[st
             start, end = _location(positions[violation.node])
             noqa_row = positions[violation.noqa_node or violation.node].start.line
             line = lines[noqa_row - 1] if 0 < noqa_row <= len(lines) else ""
-            if noqa.is_suppressed(violation.code, line):
+            if settings.respect_noqa and noqa.is_suppressed(violation.code, line):
                 continue
             finding = Finding(
                 code=violation.code,

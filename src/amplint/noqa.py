@@ -31,3 +31,12 @@ def is_suppressed(code: str, line: str) -> bool:
         return False
     codes = suppressed_codes(line)
     return codes is not None and ("*" in codes or code in codes)
+
+
+def directive(comment: str) -> re.Match | None:
+    """The ``# noqa`` directive in ``comment`` (``codes`` group: its codes, absent for a bare one)."""
+    return _NOQA.search(comment)
+
+
+def split_codes(codes: str) -> list[str]:
+    return [code for code in re.split(r"[\s,]+", codes) if code]

@@ -50,6 +50,8 @@ class Settings:
     target_torch: tuple[int, int] | None = None  # None: the newest torch
     prefilter: bool = True
     root: str = "."  # per-file-ignores globs are relative to this
+    # False reports findings despite their ``# noqa`` comments (flake8's --disable-noqa).
+    respect_noqa: bool = True
 
     def validate(self) -> None:
         self.enabled_codes()

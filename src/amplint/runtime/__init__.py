@@ -6,13 +6,8 @@ when a run starts. Install with ``pip install 'amplint[runtime]'``.
 
 from __future__ import annotations
 
-from typing import Any
+# api imports torch only inside verify(), so the real function (its signature and docstring
+# in help() and inspect.signature) can be re-exported without loading torch.
+from .api import VerifyResult, verify
 
-__all__ = ["verify"]
-
-
-def verify(*args: Any, **kwargs: Any):
-    """See :func:`amplint.runtime.api.verify`."""
-    from .api import verify as _verify
-
-    return _verify(*args, **kwargs)
+__all__ = ["verify", "VerifyResult"]

@@ -1,0 +1,129 @@
+"""``--add-noqa``: suppress every current finding with a ``# noqa: CODE`` on its line.
+
+For adopting amplint on a code base with many findings: new code is checked from day one,
+old findings are marked where they are. An existing directive of any tool is extended
+(``# noqa: E501`` becomes ``# noqa: E501, AMP001``) rather than duplicated, so flake8 and
+ruff keep reading it. A comment is only added where Python allows one: not inside a
+multi-line string and not after a backslash continuation (those findings are counted as
+not suppressed). The result must have the same syntax tree as the input, or nothing is written.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import re
+import tokenize
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+from amplint import noqa
+from amplint.model import FileError, FileResult, Finding
+
+_LINE_BREAK = re.compile(r"(\r\n|\r|\n)")
+
+
+@dataclass
+class NoqaResult:
+    added: int = 0  # findings newly suppressed
+    files: int = 0  # files changed
+    not_placeable: list[str] = field(default_factory=list)  # "path:row" where no comment can go
+    errors: list[FileError] = field(default_factory=list)
+
+
+def _comment_rows(text: str) -> tuple[set[int], dict[int, tokenize.TokenInfo]]:
+    """Rows whose end can take a comment (they end a statement or a bracketed line), and each row's comment."""
+    ends: set[int] = set()
+    comments: dict[int, tokenize.TokenInfo] = {}
+    # newline="": lone "\r" breaks a line too, so rows are counted as amplint counts them.
+    for token in tokenize.generate_tokens(io.StringIO(text, newline="").readline):
+        if token.type in (tokenize.NEWLINE, tokenize.NL):
+            ends.add(token.start[0])
+        elif token.type == tokenize.COMMENT:
+            comments[token.start[0]] = token
+    return ends, comments
+
+
+def _merged_directive(comment: str, codes: list[str]) -> str | None:
+    """``comment`` with ``codes`` added to its noqa directive; ``None`` if it has none."""
+    match = noqa.directive(comment)
+    if match is None or match.group("codes") is None:
+        return None
+    existing = noqa.split_codes(match.group("codes"))
+    known = {code.upper() for code in existing}
+    listed = ", ".join(existing + [code for code in codes if code not in known])
+    return comment[: match.start("sep")] + ": " + listed + comment[match.end("codes"):]
+
+
+def add_directives(text: str, findings: Iterable[Finding]) -> tuple[str, int, list[int]]:
+    """(new text, findings suppressed, rows where no comment can go)."""
+    codes_by_row: dict[int, set[str]] = defaultdict(set)
+    for finding in findings:
+        if finding.code not in noqa.UNSUPPRESSIBLE:
+            codes_by_row[finding.noqa_row or finding.location.row].add(finding.code)
+    if not codes_by_row:
+        return text, 0, []
+    ends, comments = _comment_rows(text)
+    parts = _LINE_BREAK.split(text)  # line, break, line, break, ..., last line
+    lines, breaks = parts[0::2], parts[1::2]
+    added = 0
+    skipped: list[int] = []
+    for row, codes in sorted(codes_by_row.items()):
+        ordered = sorted(codes)
+        if row not in ends or row > len(lines):
+            skipped.append(row)
+            continue
+        line = lines[row - 1]
+        comment = comments.get(row)
+        if comment is not None:
+            start, end = comment.start[1], comment.end[1]
+            merged = _merged_directive(comment.string, ordered)
+            if merged is not None:
+                lines[row - 1] = line[:start] + merged + line[end:]
+            else:
+                lines[row - 1] = line[:end] + f"  # noqa: {', '.join(ordered)}" + line[end:]
+        else:
+            lines[row - 1] = line.rstrip(" \t") + f"  # noqa: {', '.join(ordered)}"
+        added += len(ordered)
+    new_text = "".join(line + brk for line, brk in zip(lines, breaks + [""]))
+    return new_text, added, skipped
+
+
+def _same_tree(old: str, new: str) -> bool:
+    try:
+        return ast.dump(ast.parse(old)) == ast.dump(ast.parse(new))
+    except (SyntaxError, ValueError, RecursionError):
+        return False
+
+
+def add_noqa_to_files(results: Iterable[FileResult], paths: dict[str, str]) -> NoqaResult:
+    """Write the directives for each result's findings into its file (``paths``: display name -> path)."""
+    from amplint.sourcefile import SourceError, decode_source, encode_source, read_bytes, write_atomic
+
+    outcome = NoqaResult()
+    for result in results:
+        if not any(f.code not in noqa.UNSUPPRESSIBLE for f in result.findings):
+            continue
+        path = Path(paths.get(result.filename, result.filename))
+        try:
+            source = decode_source(read_bytes(path), result.filename)
+            new_text, added, skipped = add_directives(source.text, result.findings)
+        except (SourceError, SyntaxError, tokenize.TokenError) as exc:
+            outcome.errors.append(FileError(result.filename, f"{result.filename}: cannot add noqa directives ({exc})"))
+            continue
+        outcome.not_placeable.extend(f"{result.filename}:{row}" for row in skipped)
+        if not added:
+            continue
+        if not _same_tree(source.text, new_text):
+            outcome.errors.append(FileError(result.filename, f"{result.filename}: not changed: adding noqa directives would change the code"))
+            continue
+        try:
+            write_atomic(path, encode_source(source, new_text))
+        except OSError as exc:
+            outcome.errors.append(FileError(result.filename, f"{result.filename}: cannot write ({exc.strerror or exc})"))
+            continue
+        outcome.added += added
+        outcome.files += 1
+    return outcome
