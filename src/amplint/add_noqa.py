@@ -100,7 +100,8 @@ def _same_tree(old: str, new: str) -> bool:
 
 def add_noqa_to_files(results: Iterable[FileResult], paths: dict[str, str]) -> NoqaResult:
     """Write the directives for each result's findings into its file (``paths``: display name -> path)."""
-    from amplint.sourcefile import SourceError, decode_source, encode_source, read_bytes, write_atomic
+    from amplint.fixwrite import WriteError, write_fix
+    from amplint.sourcefile import SourceError, decode_source, encode_source, read_bytes
 
     outcome = NoqaResult()
     for result in results:
@@ -108,7 +109,8 @@ def add_noqa_to_files(results: Iterable[FileResult], paths: dict[str, str]) -> N
             continue
         path = Path(paths.get(result.filename, result.filename))
         try:
-            source = decode_source(read_bytes(path), result.filename)
+            data = read_bytes(path)
+            source = decode_source(data, result.filename)
             new_text, added, skipped = add_directives(source.text, result.findings)
         except (SourceError, SyntaxError, tokenize.TokenError) as exc:
             outcome.errors.append(FileError(result.filename, f"{result.filename}: cannot add noqa directives ({exc})"))
@@ -120,9 +122,9 @@ def add_noqa_to_files(results: Iterable[FileResult], paths: dict[str, str]) -> N
             outcome.errors.append(FileError(result.filename, f"{result.filename}: not changed: adding noqa directives would change the code"))
             continue
         try:
-            write_atomic(path, encode_source(source, new_text))
-        except OSError as exc:
-            outcome.errors.append(FileError(result.filename, f"{result.filename}: cannot write ({exc.strerror or exc})"))
+            write_fix(path, data, encode_source(source, new_text), result.filename)
+        except WriteError as exc:
+            outcome.errors.append(FileError(result.filename, str(exc)))
             continue
         outcome.added += added
         outcome.files += 1
