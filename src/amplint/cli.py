@@ -148,10 +148,10 @@ def _split(values: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def _check_selectors(option: str, selectors: tuple[str, ...]) -> None:
-    from amplint.settings import SelectionError, _expand, _known_codes
+    from amplint.settings import SelectionError, expand_selectors, known_codes
 
     try:
-        _expand(selectors, _known_codes())
+        expand_selectors(selectors, known_codes())
     except SelectionError as exc:
         raise Failure(f"{option}: {exc}") from None
 
@@ -355,6 +355,7 @@ def _write_report(text: str, output_file: str | None, stream) -> None:
 
 def _add_noqa(paths, settings, config, start, options, use_stdin: bool, mode: str) -> int:
     from amplint.add_noqa import add_noqa_to_files
+    from amplint.model import SYNTAX_ERROR_CODE
 
     if use_stdin:
         raise Failure("--add-noqa writes files and cannot read stdin")
@@ -370,7 +371,7 @@ def _add_noqa(paths, settings, config, start, options, use_stdin: bool, mode: st
             _error(error.message)
             failed = True
         for finding in result.findings:
-            if finding.code == "AMP000":
+            if finding.code == SYNTAX_ERROR_CODE:
                 _error(f"{finding.filename}:{finding.location.row}:{finding.location.column}: {finding.message} (not suppressible)")
                 failed = True
     for error in outcome.errors:

@@ -146,13 +146,13 @@ def _strings(value: Any, where: str) -> tuple[str, ...]:
 
 
 def _selectors(value: Any, where: str) -> tuple[str, ...]:
-    from amplint.settings import SelectionError, _expand, _known_codes
+    from amplint.settings import SelectionError, expand_selectors, known_codes
 
     items = tuple(item.strip().upper() for item in _strings(value, where))
     if any(not item for item in items):
         raise ConfigError(f"{where}: empty rule selector \"\" (it would select nothing)")
     try:
-        _expand(items, _known_codes())
+        expand_selectors(items, known_codes())
     except SelectionError as exc:
         raise ConfigError(f"{where}: {exc}") from None
     return items
@@ -218,7 +218,7 @@ def _patterns(value: Any, where: str) -> tuple[str, ...]:
 
 def _check_conflicts(values: dict[str, Any], label: str) -> None:
     """A selection that contradicts itself is a mistake, not a way to turn rules off."""
-    from amplint.settings import _expand, _known_codes
+    from amplint.settings import expand_selectors, known_codes
 
     selected = (*values.get("select", ()), *values.get("extend_select", ()))
     ignored = values.get("ignore", ())
@@ -226,8 +226,8 @@ def _check_conflicts(values: dict[str, Any], label: str) -> None:
         if selector in ignored:
             raise ConfigError(f"{label} '{selector}' is both selected and ignored")
     if values.get("select"):
-        known = _known_codes()
-        if not _expand(tuple(selected), known) - _expand(tuple(ignored), known):
+        known = known_codes()
+        if not expand_selectors(tuple(selected), known) - expand_selectors(tuple(ignored), known):
             raise ConfigError(f"{label} 'ignore' removes every rule that 'select' enables")
 
 

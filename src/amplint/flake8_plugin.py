@@ -14,9 +14,10 @@ from typing import Any, Iterator
 
 import amplint
 from amplint.file_settings import directory_of, settings_for_directory
+from amplint.model import SYNTAX_ERROR_CODE
 
 # The one code under which amplint reports a file it could not lint (it is never reported clean).
-CANNOT_LINT_CODE = "AMP000"
+CANNOT_LINT_CODE = SYNTAX_ERROR_CODE
 
 
 # One configuration lookup per folder, not per file.

@@ -11,6 +11,9 @@ from enum import Enum
 from typing import Any
 
 
+SYNTAX_ERROR_CODE = "AMP000"  # reserved: the file is not valid Python (or cannot be linted)
+
+
 class Severity(str, Enum):
     ERROR = "error"
     WARNING = "warning"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from amplint.model import SYNTAX_ERROR_CODE
+
 # ``# noqa`` alone suppresses everything; ``# noqa: AMP001, AMP003`` only those
 # codes. Codes of other tools (``# noqa: E501``) must not suppress ours.
 _NOQA = re.compile(
@@ -11,7 +13,7 @@ _NOQA = re.compile(
     re.IGNORECASE,
 )
 
-UNSUPPRESSIBLE = frozenset({"AMP000"})
+UNSUPPRESSIBLE = frozenset({SYNTAX_ERROR_CODE})
 
 
 def suppressed_codes(line: str) -> frozenset[str] | None:

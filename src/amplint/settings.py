@@ -7,7 +7,9 @@ import re
 from dataclasses import asdict, dataclass
 from pathlib import PurePath
 
-PARSE_ERROR_CODE = "AMP000"
+from amplint.model import SYNTAX_ERROR_CODE
+
+PARSE_ERROR_CODE = SYNTAX_ERROR_CODE  # the code of "this file is not valid Python"
 
 
 class SelectionError(ValueError):
@@ -25,7 +27,7 @@ def parse_torch_version(text: str) -> tuple[int, int]:
     return int(match.group(1)), int(match.group(2) or 0)
 
 
-def _expand(selectors: tuple[str, ...], known: list[str]) -> set[str]:
+def expand_selectors(selectors: tuple[str, ...], known: list[str]) -> set[str]:
     codes: set[str] = set()
     for selector in selectors:
         selector = selector.strip().upper()
@@ -55,9 +57,9 @@ class Settings:
 
     def validate(self) -> None:
         self.enabled_codes()
-        known = _known_codes()
+        known = known_codes()
         for _, codes in self.per_file_ignores:
-            _expand(codes, known)
+            expand_selectors(codes, known)
 
     def enabled_codes(self, filename: str | None = None) -> frozenset[str]:
         from amplint.rules.catalog import rule_catalog
@@ -65,15 +67,15 @@ class Settings:
         rules = rule_catalog()
         known = list(rules)
         if self.select:
-            codes = _expand(self.select, known)
+            codes = expand_selectors(self.select, known)
         else:
             codes = {code for code, rule in rules.items() if rule.default_enabled}
-        codes |= _expand(self.extend_select, known)
-        codes -= _expand(self.ignore, known)
+        codes |= expand_selectors(self.extend_select, known)
+        codes -= expand_selectors(self.ignore, known)
         if filename is not None:
             for pattern, ignored in self.per_file_ignores:
                 if _glob_matches(pattern, filename, self.root):
-                    codes -= _expand(ignored, known)
+                    codes -= expand_selectors(ignored, known)
         return frozenset(codes)
 
     def fingerprint(self) -> str:
@@ -84,7 +86,7 @@ class Settings:
         return hashlib.sha256(json.dumps(asdict(self), sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-def _known_codes() -> list[str]:
+def known_codes() -> list[str]:
     from amplint.rules.catalog import rule_catalog
 
     return list(rule_catalog())

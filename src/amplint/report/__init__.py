@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
-from amplint.model import FileResult, Finding
+from amplint.model import SYNTAX_ERROR_CODE, FileResult, Finding
 
 FORMATS = (
     "full",
@@ -130,7 +130,7 @@ def rule_name(code: str) -> str:
     rule = rule_catalog().get(code)
     if rule is not None:
         return rule.name
-    return SYNTAX_ERROR_NAME if code == "AMP000" else code
+    return SYNTAX_ERROR_NAME if code == SYNTAX_ERROR_CODE else code
 
 
 def rule_url(code: str) -> str | None:

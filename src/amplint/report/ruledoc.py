@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from amplint.model import FixSafety, Severity
 
-SYNTAX_ERROR_CODE = "AMP000"
+from amplint.model import SYNTAX_ERROR_CODE
 SYNTAX_ERROR_NAME = "syntax-error"
 SYNTAX_ERROR_SUMMARY = "The file is not valid Python"
 SYNTAX_ERROR_DOC = """## What it does
