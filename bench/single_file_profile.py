@@ -56,7 +56,8 @@ def main() -> None:
     path = Path(sys.argv[1]) if len(sys.argv) > 1 else cache_dir() / "src" / DEFAULT
     import libcst as cst
 
-    from amplint.engine import _focus_tokens_for, _rules_to_run, lint_text
+    from amplint.engine import lint_text
+    from amplint.selection import focus_tokens_for, rules_to_run
     from amplint.amp import FileFacts
     from amplint.focus import focus_source
     from amplint.positions import Positions
@@ -66,8 +67,8 @@ def main() -> None:
     settings = Settings()
     codes = settings.enabled_codes(str(path))
     text = path.read_text(encoding="utf-8")
-    rules = _rules_to_run(text, settings, codes)
-    focused = focus_source(text, _focus_tokens_for(codes)) or text
+    rules = rules_to_run(text, settings, codes)
+    focused = focus_source(text, focus_tokens_for(codes)) or text
     module = cst.parse_module(focused)
     rule_modules = "; ".join(f"import {rule.__module__}" for rule in rules)
 
@@ -85,7 +86,7 @@ def main() -> None:
         ("import the facts layer + positions", _import_seconds("import amplint.amp, amplint.positions", after=f"{LIGHT}; import libcst")),
         (f"import the {len(rules)} of {len(codes)} rules this file can trigger",
          _import_seconds(rule_modules, after=f"{LIGHT}; import libcst, amplint.amp")),
-        ("focus (ast parse, blank definitions)", _median(lambda: focus_source(text, _focus_tokens_for(codes)))),
+        ("focus (ast parse, blank definitions)", _median(lambda: focus_source(text, focus_tokens_for(codes)))),
         ("libcst parse of the focused text", _median(lambda: cst.parse_module(focused))),
         ("facts pass", _median(lambda: FileFacts(module, Positions(module), str(path), settings))),
         ("facts pass + the rules", _median(run_rules)),

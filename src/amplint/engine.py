@@ -2,17 +2,28 @@
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable, Sequence
 
 from amplint import noqa
-from amplint.model import Edit, FileError, FileResult, Finding, FixInfo, Location, Severity
+from amplint.model import (
+    FileError,
+    FileResult,
+    Finding,
+    Location,
+    Severity,
+)
+from amplint.selection import focus_tokens_for, may_have_findings, rules_to_run
 from amplint.settings import PARSE_ERROR_CODE, Settings
-from amplint.sourcefile import SourceError, SourceText, decode_source, encode_source, read_bytes
+from amplint.sourcefile import (
+    SourceError,
+    SourceText,
+    decode_source,
+    encode_source,
+    read_bytes,
+)
 
 # libcst (and the positions and fixes built on it) is imported where a file is parsed: a run
 # whose files all fail the prefilter never needs it.
@@ -20,83 +31,6 @@ if TYPE_CHECKING:
     import libcst as cst
 
     from amplint.positions import Positions
-
-
-# --------------------------------------------------------------------------- rule selection
-
-
-@lru_cache(maxsize=64)
-def _rules_for(codes: frozenset[str]) -> tuple[type, ...]:
-    """The rule classes of ``codes`` in code order, importing only the modules that define them."""
-    import importlib
-
-    from amplint.rules.base import RULES
-
-    for rule in _metadata_for(codes):
-        if rule.code not in RULES:
-            importlib.import_module(rule.module)
-    return tuple(RULES[code] for code in sorted(codes) if code in RULES)
-
-
-def _rules_to_run(text: str, settings: Settings, codes: frozenset[str]) -> tuple[type, ...]:
-    """The enabled rules that can fire on ``text``.
-
-    The prefilter's contract holds per rule: a rule none of whose triggers occurs in the text
-    cannot report anything in it, so it is neither imported nor run. Facts and the focused
-    parse still come from every enabled rule, so the rules that do run see the same input.
-    """
-    if settings.prefilter:
-        codes = frozenset(
-            rule.code for rule in _metadata_for(codes) if not rule.triggers or any(token in text for token in rule.triggers)
-        )
-    return _rules_for(codes)
-
-
-@lru_cache(maxsize=64)
-def _metadata_for(codes: frozenset[str]) -> tuple:
-    """The enabled rules' metadata, read without importing the rule modules."""
-    from amplint.rules.catalog import rule_catalog
-
-    return tuple(rule for code, rule in rule_catalog().items() if code in codes)
-
-
-@lru_cache(maxsize=64)
-def _prefilter_for(codes: frozenset[str]) -> tuple[bytes, ...] | None:
-    """The enabled rules' declared trigger substrings; ``None`` disables prefiltering.
-
-    Plain substring tests (``in``, a memory search in C) are several times faster
-    than one alternation regex over the same tokens, and run on raw bytes so that
-    skipped files are never decoded.
-    """
-    triggers: set[bytes] = set()
-    for rule in _metadata_for(codes):
-        if not rule.triggers:
-            return None  # a rule that declares no trigger must see every file
-        triggers.update(t.encode("ascii") for t in rule.triggers)
-    return tuple(sorted(triggers))
-
-
-@lru_cache(maxsize=64)
-def _focus_tokens_for(codes: frozenset[str]) -> tuple[str, ...] | None:
-    triggers = _prefilter_for(codes)
-    if triggers is None:
-        return None
-    extra = {token for rule in _metadata_for(codes) for token in rule.focus_tokens}
-    return tuple(sorted({t.decode("ascii") for t in triggers} | extra))
-
-
-def may_have_findings(data: bytes | str, settings: Settings, filename: str) -> bool:
-    """False when no enabled rule's trigger occurs in the file, so it need not be parsed."""
-    if not settings.prefilter:
-        return True
-    tokens = _prefilter_for(settings.enabled_codes(filename))
-    if tokens is None:
-        return True
-    if isinstance(data, str):
-        return any(token.decode("ascii") in data for token in tokens)
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):  # UTF-16/32: bytes say nothing about tokens
-        return True
-    return any(token in data for token in tokens)
 
 
 # --------------------------------------------------------------------------- one pass of linting
@@ -168,7 +102,7 @@ def _lint_once(text: str, filename: str, settings: Settings, codes: frozenset[st
 
     parsed_text = text
     if focus and settings.prefilter:
-        tokens = _focus_tokens_for(codes)
+        tokens = focus_tokens_for(codes)
         if tokens is not None:
             from amplint.focus import focus_source
 
@@ -191,7 +125,7 @@ def _lint_once(text: str, filename: str, settings: Settings, codes: frozenset[st
         result.errors.append(FileError(filename, f"{filename}: internal error while reading facts: {type(exc).__name__}: {exc}", internal=True))
         return result
     lines = source_lines(text)
-    for rule_class in _rules_to_run(text, settings, codes):
+    for rule_class in rules_to_run(text, settings, codes):
         try:
             violations = list(rule_class(facts).check())
         except Exception as exc:  # noqa: BLE001 - report the rule and keep the others running
@@ -393,60 +327,17 @@ def _write_fixes(path: Path, data: bytes, source: SourceText, result: FileResult
     return unfixed
 
 
-def default_jobs() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # pragma: no cover - not Linux
-        return max(1, os.cpu_count() or 1)
-
-
-# Below this many files a process pool costs more than it saves.
-POOL_THRESHOLD = 24
-
-
-def _import_parsing(jobs: Sequence[Job]) -> None:
-    """Import libcst, the facts and the enabled rules once, before forking workers.
-
-    A run this large almost always parses some file; imported here, the workers share the
-    modules instead of each importing them again.
-    """
-    import libcst  # noqa: F401
-
-    import amplint.amp  # noqa: F401
-    import amplint.focus  # noqa: F401
-    import amplint.positions  # noqa: F401
-
-    for settings in {job.settings for job in jobs}:
-        _rules_for(settings.enabled_codes())
-
-
 def run_jobs(jobs: Sequence[Job], workers: int | None = None) -> list[FileResult]:
     """Process files, in parallel when it pays off; results come back in input order."""
-    workers = workers or default_jobs()
-    if workers <= 1 or len(jobs) < POOL_THRESHOLD:
-        return [process_file(job) for job in jobs]
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
+    from amplint.pool import run_in_pool
 
-    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
-    context = multiprocessing.get_context(method)
-    if method == "fork":
-        _import_parsing(jobs)
-    chunk = max(1, min(32, len(jobs) // (workers * 8) or 1))
-    from amplint import worker_lifetime
+    return run_in_pool(process_file, jobs, workers)
 
-    pool = ProcessPoolExecutor(
-        max_workers=workers, mp_context=context, initializer=worker_lifetime.init_worker, initargs=(os.getpid(),)
-    )
-    try:
-        return list(pool.map(process_file, jobs, chunksize=chunk))
-    except BaseException:
-        # Ctrl-C or a failure: files not yet started are left alone, a write in progress completes.
-        worker_lifetime.stop_workers(pool)
-        pool.shutdown(wait=False, cancel_futures=True)
-        raise
-    finally:
-        pool.shutdown(wait=True)
+
+def default_jobs() -> int:
+    from amplint.pool import default_jobs as jobs
+
+    return jobs()
 
 
 def iter_findings(results: Iterable[FileResult]) -> Iterable[Finding]:

@@ -1,0 +1,28 @@
+"""What every command of the CLI shares: one-line errors and warnings, and the exit-2 failure."""
+
+from __future__ import annotations
+
+import click
+
+
+def _one_line(message: str) -> str:
+    # Messages name files and quote input: keep them one inert line on the terminal.
+    from amplint.report.escape import path_text, terminal
+
+    return terminal(path_text(message))
+
+
+def _error(message: str) -> None:
+    click.echo(f"amplint: error: {_one_line(message)}", err=True)
+
+
+def _warning(message: str) -> None:
+    click.echo(f"amplint: warning: {_one_line(message)}", err=True)
+
+
+class Failure(Exception):
+    """A one-line error that ends the command with exit 2."""
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"

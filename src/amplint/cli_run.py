@@ -1,0 +1,170 @@
+"""``amplint check``'s run: files found and linted (or stdin), and the summary line after it."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import click
+
+from amplint.cli_common import Failure, _error, _one_line, _plural, _warning
+
+
+def _display(path: Path) -> str:
+    text = os.path.normpath(str(path))
+    if os.path.isabs(text):
+        try:
+            rel = os.path.relpath(text)
+        except ValueError:  # pragma: no cover - other drive
+            return text
+        if not rel.startswith(".."):
+            return rel
+    return text
+
+
+def _project_root(config, start: Path) -> Path:
+    if config.path is not None:
+        return config.path.parent
+    from amplint.discovery import find_git_root
+
+    git_root = find_git_root(start.resolve() if start.exists() else Path.cwd())
+    return git_root if git_root is not None else Path.cwd()
+
+
+def _summary(mode: str, findings, fixed: int, changed, unchecked: int, missing: int, context) -> str:
+    remaining = len(findings)
+    if mode == "diff":
+        line = f"Would fix {_plural(fixed, 'error')}." if changed else "No errors would be fixed."
+        if remaining:
+            line += f" {remaining} would remain."
+    elif mode == "fix" and fixed:
+        line = f"Fixed {_plural(fixed, 'error')}, {remaining} remaining." if remaining else f"Fixed {_plural(fixed, 'error')}."
+    elif remaining:
+        applicable = sum(context.applicable(f) for f in findings)
+        hidden = sum(1 for f in findings if f.fix is not None and not context.applicable(f))
+        notes = []
+        if applicable:
+            notes.append(f"{applicable} fixable with --fix")
+        if hidden:
+            notes.append(f"{hidden} fixable with --fix --unsafe-fixes")
+        line = f"Found {_plural(remaining, 'error')}" + (f" ({', '.join(notes)})" if notes else "") + "."
+    elif unchecked or missing:
+        line = "No findings in the files checked."  # never "All checks passed!" when something was not checked
+    else:
+        line = "All checks passed!"
+    if unchecked:
+        line += f" {_plural(unchecked, 'file')} could not be checked."
+    if missing:
+        line += f" {_plural(missing, 'path')} not found."
+    return line
+
+
+def _show_fixes(changed, settings, mode: str) -> None:
+    """Per file, how many findings of each code ``--fix`` removed (or would remove)."""
+    from collections import Counter
+
+    from amplint.engine import lint_text
+    from amplint.report import rule_name
+
+    if not changed:
+        click.echo("No errors fixed." if mode == "fix" else "No errors would be fixed.", err=True)
+        return
+    click.echo("Fixed:" if mode == "fix" else "Would fix:", err=True)
+    for result in changed:
+        before = Counter(f.code for f in lint_text(result.original_source or "", result.filename, settings).findings)
+        after = Counter(f.code for f in result.findings)
+        click.echo(f"- {_one_line(result.filename)}:", err=True)
+        for code in sorted(before):
+            count = before[code] - after.get(code, 0)
+            if count > 0:
+                click.echo(f"    {count} × {code} ({rule_name(code)})", err=True)
+
+
+def _run_files(paths, settings, config, start, mode, options, quiet, edits):
+    from amplint.discovery import DEFAULT_EXCLUDE, PatternError, check_pattern, discover
+    from amplint.engine import Job, default_jobs, run_jobs
+    from amplint.model import FileError, FileResult
+
+    for option in ("exclude", "extend_exclude"):
+        for pattern in options[option]:
+            try:
+                check_pattern(pattern)
+            except PatternError as exc:
+                raise Failure(f"--{option.replace('_', '-')}: {exc}") from None
+    exclude = options["exclude"] or (config.exclude if config.exclude is not None else DEFAULT_EXCLUDE)
+    extend_exclude = (*config.extend_exclude, *options["extend_exclude"])
+    found = discover(paths, exclude, extend_exclude, root=config.root, respect_gitignore=options["respect_gitignore"],
+        force_exclude=options["force_exclude"],
+    )
+    for missing in found.missing:
+        _error(f"no such file or directory: {missing}")
+    if not quiet:
+        for empty in found.empty:
+            _warning(f"no Python files found in {empty}")
+
+    cache_dir = None
+    cache = None
+    if mode == "check" and not options["no_cache"]:
+        from amplint.cache import Cache, CacheDirError, check_cache_root, default_cache_dir
+
+        project_root = _project_root(config, start)
+        directory = Path(options["cache_dir"]) if options["cache_dir"] else default_cache_dir(project_root)
+        try:
+            check_cache_root(directory, project_root=project_root, linted=[Path(p) for p in paths or ["."]])
+        except CacheDirError as exc:
+            raise Failure(str(exc)) from None
+        cache = Cache(directory.resolve())
+        try:
+            cache.ensure()
+            cache_dir = str(cache.root)
+        except (OSError, CacheDirError):
+            cache = None  # an unwritable cache folder only costs speed
+
+    jobs = []
+    paths_map = {}
+    # realpath, not resolve(): a symlink loop among the names must not raise.
+    named = {os.path.realpath(given) for given in paths if not Path(given).is_dir()}
+    for path in found.files:
+        display = _display(path)
+        paths_map[display] = str(path.resolve())
+        jobs.append(
+            Job(str(path), settings, mode=mode, unsafe=options["unsafe_fixes"], display=display, cache_dir=cache_dir,
+                edits=edits, explicit=os.path.realpath(path) in named)
+        )
+    results = run_jobs(jobs, options["jobs"] or default_jobs())
+    for message in found.errors:  # reported like an unreadable file: the run goes on
+        name = message.split(": ", 1)[0]
+        results.append(FileResult(filename=name, errors=[FileError(name, message)]))
+    if cache is not None:
+        try:
+            cache.prune()
+        except OSError:
+            pass
+    return results, paths_map, len(found.missing)
+
+
+def _run_stdin(settings, mode, options, edits: bool):
+    from amplint.engine import lint_text
+    from amplint.model import FileError, FileResult
+    from amplint.sourcefile import SourceError, decode_source, encode_source
+
+    filename = options["stdin_filename"] or "-"
+    data = sys.stdin.buffer.read()
+    try:
+        source = decode_source(data, filename)
+    except SourceError as exc:
+        if mode == "fix":
+            sys.stdout.buffer.write(data)  # a pipe must not lose the file
+            sys.stdout.flush()
+        return [FileResult(filename=filename, errors=[FileError(filename, str(exc))])]
+    try:
+        result = lint_text(source.text, filename, settings, fix=mode in ("fix", "diff"), unsafe=options["unsafe_fixes"],
+                            edits=edits)
+    except Exception as exc:  # noqa: BLE001 - report, never a traceback
+        result = FileResult(filename=filename, errors=[FileError(filename, f"{filename}: internal error: {type(exc).__name__}: {exc}", internal=True)])
+        result.source = source.text
+    if mode == "fix":
+        sys.stdout.buffer.write(encode_source(source, result.source if result.source is not None else source.text))
+        sys.stdout.flush()
+    return [result]

@@ -1,0 +1,64 @@
+"""The process pool for many files: workers that die with their parent, and Ctrl-C that lets a
+write in progress finish."""
+
+from __future__ import annotations
+
+import os
+from typing import Callable, Sequence
+
+
+def default_jobs() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+# Below this many files a process pool costs more than it saves.
+POOL_THRESHOLD = 24
+
+
+def _import_parsing(jobs: Sequence) -> None:
+    """Import libcst, the facts and the enabled rules once, before forking workers.
+
+    A run this large almost always parses some file; imported here, the workers share the
+    modules instead of each importing them again.
+    """
+    import libcst  # noqa: F401
+
+    import amplint.amp  # noqa: F401
+    import amplint.focus  # noqa: F401
+    import amplint.positions  # noqa: F401
+    from amplint.selection import rules_for
+
+    for settings in {job.settings for job in jobs}:
+        rules_for(settings.enabled_codes())
+
+
+def run_in_pool(process_file: Callable, jobs: Sequence, workers: int | None = None) -> list:
+    """``process_file`` over ``jobs``, in parallel when it pays off; results in input order."""
+    workers = workers or default_jobs()
+    if workers <= 1 or len(jobs) < POOL_THRESHOLD:
+        return [process_file(job) for job in jobs]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
+    context = multiprocessing.get_context(method)
+    if method == "fork":
+        _import_parsing(jobs)
+    chunk = max(1, min(32, len(jobs) // (workers * 8) or 1))
+    from amplint import worker_lifetime
+
+    pool = ProcessPoolExecutor(
+        max_workers=workers, mp_context=context, initializer=worker_lifetime.init_worker, initargs=(os.getpid(),)
+    )
+    try:
+        return list(pool.map(process_file, jobs, chunksize=chunk))
+    except BaseException:
+        # Ctrl-C or a failure: files not yet started are left alone, a write in progress completes.
+        worker_lifetime.stop_workers(pool)
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    finally:
+        pool.shutdown(wait=True)
