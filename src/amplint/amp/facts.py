@@ -16,6 +16,7 @@ from libcst.metadata import CodeRange
 
 from amplint.amp import catalogue as API
 from amplint.amp.autocast import AutocastFacts
+from amplint.amp.checkpoints import CheckpointFacts
 from amplint.amp.compat import CompatFacts
 from amplint.amp.events import EventFacts
 from amplint.amp.models import ModelFacts
@@ -26,7 +27,7 @@ from amplint.semantic.model import SemanticModel
 
 
 class FileFacts(SemanticModel, AutocastFacts, ScalerFacts, OptimizerFacts, EventFacts, TrainingFacts, ModelFacts,
-                CompatFacts):
+                CompatFacts, CheckpointFacts):
     def __init__(self, module: cst.Module, positions: dict[cst.CSTNode, CodeRange], path: str, settings=None):
         self.settings = settings
         super().__init__(module, positions, path)
