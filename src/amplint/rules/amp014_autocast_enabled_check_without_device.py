@@ -3,11 +3,11 @@ from __future__ import annotations
 from textwrap import dedent
 from typing import Iterator
 
-import libcst as cst
-
 from amplint.fix import Fix, NoFix
+from amplint.fix import edits as E
 from amplint.model import FixSafety
 from amplint.rules.base import Invalid, Rule, Violation
+from amplint.semantic import Scope
 
 
 class AutocastEnabledCheckWithoutDevice(Rule):
@@ -152,10 +152,10 @@ class AutocastEnabledCheckWithoutDevice(Rule):
             if facts.uses_torchscript:
                 fix = NoFix("this file uses TorchScript, which rejects the device argument")
             else:
-                fix = Fix.safe('Pass `"cuda"`', {site.node: site.node.with_changes(args=[cst.Arg(value=cst.SimpleString('"cuda"'))])})
+                fix = Fix.safe('Pass `"cuda"`', {site.node: site.node.with_changes(args=[E.positional(E.string_literal("cuda"))])})
             yield self.violation(site.node, message, fix=fix)
 
-    def _device_hint(self, scope) -> str | None:
+    def _device_hint(self, scope: Scope) -> str | None:
         """What to tell the user about the device type the function has at hand, if any."""
         found = self.facts.device_type_at_hand(scope)
         if found is None:
