@@ -17,11 +17,14 @@ from libcst.metadata import CodeRange
 from amplint.amp import catalogue as API
 from amplint.amp.autocast import AutocastFacts
 from amplint.amp.casts import CastFacts
+from amplint.amp.checkpoints import CheckpointFacts
 from amplint.amp.compat import CompatFacts
+from amplint.amp.devices import DeviceFacts
 from amplint.amp.events import EventFacts
 from amplint.amp.models import ModelFacts
 from amplint.amp.optimizers import OptimizerFacts
 from amplint.amp.scalers import ScalerFacts
+from amplint.amp.torchscript import ScriptFacts
 from amplint.amp.training import TrainingFacts
 from amplint.semantic.identity import IdentityQueries
 from amplint.semantic.model import SemanticModel
@@ -29,7 +32,8 @@ from amplint.semantic.statements import StatementQueries
 
 
 class FileFacts(SemanticModel, AutocastFacts, ScalerFacts, OptimizerFacts, EventFacts, TrainingFacts, ModelFacts,
-                CompatFacts, StatementQueries, IdentityQueries, CastFacts):
+                CompatFacts, StatementQueries, IdentityQueries, CastFacts, CheckpointFacts, DeviceFacts,
+                ScriptFacts):
     def __init__(self, module: cst.Module, positions: dict[cst.CSTNode, CodeRange], path: str, settings=None):
         self.settings = settings
         super().__init__(module, positions, path)

@@ -1,42 +1,13 @@
 from __future__ import annotations
 
+from textwrap import dedent
 from typing import Iterator
 
-import libcst as cst
-
-from amplint.semantic import syntax as S
-from amplint.semantic import Branch, CallSite, FunctionInfo
 from amplint.fix import Fix, NoFix
+from amplint.fix import edits as E
 from amplint.model import FixSafety
 from amplint.rules.base import Invalid, Rule, Violation
-
-_CHECK = "torch.is_autocast_enabled"
-_JIT = frozenset({"torch.jit.script", "torch.jit.script_method", "torch.jit.interface"})
-
-
-def _is_cuda_literal(node: cst.CSTNode) -> bool:
-    return S.string_value(node) == "cuda"
-
-
-def _cuda_test(test: cst.BaseExpression) -> str | None:
-    """``"body"`` when an ``if`` test proves the device is CUDA in its body, ``"orelse"`` when it proves
-    it in its ``else`` (``x != "cuda"``), ``None`` otherwise. ``and`` chains count for the body."""
-    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
-        if _cuda_test(test.left) == "body" or _cuda_test(test.right) == "body":
-            return "body"
-        return None
-    if isinstance(test, cst.Attribute) and test.attr.value == "is_cuda":
-        return "body"
-    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
-        target = test.comparisons[0]
-        sides = (test.left, target.comparator)
-        if not any(_is_cuda_literal(side) for side in sides):
-            return None
-        if isinstance(target.operator, (cst.Equal, cst.Is)):
-            return "body"
-        if isinstance(target.operator, (cst.NotEqual, cst.IsNot)):
-            return "orelse"
-    return None
+from amplint.semantic import Scope
 
 
 class AutocastEnabledCheckWithoutDevice(Rule):
@@ -92,109 +63,106 @@ class AutocastEnabledCheckWithoutDevice(Rule):
     triggers = ("is_autocast_enabled",)
 
     valid = (
-        "import torch\nenabled = torch.is_autocast_enabled('cpu')\n",
-        "import torch\ndef f(x):\n    if x.device.type == 'cuda':\n        return torch.is_autocast_enabled()\n",
-        "import torch\ndef f(device):\n    try:\n        return torch.is_autocast_enabled(device)\n"
-        "    except TypeError:\n        return torch.is_autocast_enabled()\n",
-        "def is_autocast_enabled():\n    return False\nis_autocast_enabled()\n",
-        "import torch\n@torch.jit.script\ndef f(x):\n    if torch.is_autocast_enabled():\n        return x\n    return x\n",
+        dedent("""\
+            import torch
+            enabled = torch.is_autocast_enabled('cpu')
+        """),
+        dedent("""\
+            import torch
+            def f(x):
+                if x.device.type == 'cuda':
+                    return torch.is_autocast_enabled()
+        """),
+        dedent("""\
+            import torch
+            def f(device):
+                try:
+                    return torch.is_autocast_enabled(device)
+                except TypeError:
+                    return torch.is_autocast_enabled()
+        """),
+        dedent("""\
+            def is_autocast_enabled():
+                return False
+            is_autocast_enabled()
+        """),
+        dedent("""\
+            import torch
+            @torch.jit.script
+            def f(x):
+                if torch.is_autocast_enabled():
+                    return x
+                return x
+        """),
     )
     invalid = (
         Invalid(
-            "import torch\nenabled = torch.is_autocast_enabled()\n",
-            fixed='import torch\nenabled = torch.is_autocast_enabled("cuda")\n',
+            dedent("""\
+                import torch
+                enabled = torch.is_autocast_enabled()
+            """),
+            fixed=dedent("""\
+                import torch
+                enabled = torch.is_autocast_enabled("cuda")
+            """),
         ),
         Invalid(
-            "from torch import is_autocast_enabled\ndef f(device_type, x):\n    if not is_autocast_enabled():\n"
-            "        return x\n    return x.half()\n",
-            fixed='from torch import is_autocast_enabled\ndef f(device_type, x):\n    if not is_autocast_enabled("cuda"):\n'
-            "        return x\n    return x.half()\n",
+            dedent("""\
+                from torch import is_autocast_enabled
+                def f(device_type, x):
+                    if not is_autocast_enabled():
+                        return x
+                    return x.half()
+            """),
+            fixed=dedent("""\
+                from torch import is_autocast_enabled
+                def f(device_type, x):
+                    if not is_autocast_enabled("cuda"):
+                        return x
+                    return x.half()
+            """),
         ),
         Invalid(
-            "import torch\ndef f(x):\n    return torch.is_autocast_enabled()\ng = torch.jit.script(f)\n",
+            dedent("""\
+                import torch
+                def f(x):
+                    return torch.is_autocast_enabled()
+                g = torch.jit.script(f)
+            """),
         ),
     )
 
     def check(self) -> Iterator[Violation]:
         facts = self.facts
-        checks = [s for s in facts.calls if s.qualname == _CHECK]
-        if not any(not s.node.args for s in checks):
-            return
-        scripting = any(s.qualname in _JIT for s in facts.calls) or any(
-            facts.qualname(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator, f.ctx.scope) in _JIT
-            for f in facts.functions
-            for d in f.node.decorators
-        )
-        for site in checks:
+        for site in facts.autocast_state_checks:
             if site.node.args or site.in_decorator:
                 continue
             function = facts.function_of(site.ctx.scope)
-            if function is not None and self._scripted(function):
-                continue
-            if self._cuda_is_evident(site) or self._version_fallback(site, checks):
+            if function is not None and facts.is_scripted(function):
+                continue  # TorchScript rejects the device argument
+            if facts.runs_on_cuda_evidently(site) or facts.device_check_fallback(site):
                 continue
             message = (
                 "`torch.is_autocast_enabled()` without a device type reports CUDA autocast only (it reads "
                 'False under CPU autocast); pass "cuda" to keep this behaviour, or "cpu"/the device type you mean'
             )
-            hint = self._device_in_scope(site, function)
+            hint = self._device_hint(site.ctx.scope)
             if hint is not None:
                 message += f"; {hint}"
-            if scripting:
-                yield self.violation(
-                    site.node,
-                    message,
-                    fix=NoFix("this file uses TorchScript, which rejects the device argument"),
-                )
-                continue
-            new = site.node.with_changes(args=[cst.Arg(value=cst.SimpleString('"cuda"'))])
-            yield self.violation(site.node, message, fix=Fix.safe('Pass `"cuda"`', {site.node: new}))
-
-    # -- when the device-less call is intended
-    def _scripted(self, function: FunctionInfo) -> bool:
-        for decorator in function.node.decorators:
-            expr = decorator.decorator.func if isinstance(decorator.decorator, cst.Call) else decorator.decorator
-            if self.facts.qualname(expr, function.ctx.scope) in _JIT:
-                return True
-        return False
-
-    def _cuda_is_evident(self, site: CallSite) -> bool:
-        stmt = site.ctx.stmt
-        if isinstance(stmt, (cst.If, cst.While)) and _cuda_test(stmt.test) == "body":
-            return True  # ``if x.is_cuda and torch.is_autocast_enabled():``
-        for branch in site.ctx.branches:
-            if isinstance(branch.node, cst.If) and branch.part in ("body", "orelse"):
-                if _cuda_test(branch.node.test) == branch.part:
-                    return True
-        regions = self.facts.enclosing_autocast(site.ctx)
-        return bool(regions) and regions[-1].device == "cuda"
-
-    def _version_fallback(self, site: CallSite, checks: list[CallSite]) -> bool:
-        """A fallback for old torch: the other side of a ``try``/``if`` calls the device form."""
-        for branch in site.ctx.branches:
-            if isinstance(branch.node, cst.Try) and branch.part == "handler":
-                other = {Branch(branch.node, "body")}
-            elif isinstance(branch.node, cst.If):
-                other = {Branch(branch.node, "orelse" if branch.part == "body" else "body")}
+            if facts.uses_torchscript:
+                fix = NoFix("this file uses TorchScript, which rejects the device argument")
             else:
-                continue
-            for check in checks:
-                if check.node.args and other & set(check.ctx.branches):
-                    return True
-        return False
+                fix = Fix.safe('Pass `"cuda"`', {site.node: site.node.with_changes(args=[E.positional(E.string_literal("cuda"))])})
+            yield self.violation(site.node, message, fix=fix)
 
-    # -- what to say
-    def _device_in_scope(self, site: CallSite, function: FunctionInfo | None) -> str | None:
-        if function is None:
+    def _device_hint(self, scope: Scope) -> str | None:
+        """What to tell the user about the device type the function has at hand, if any."""
+        found = self.facts.device_type_at_hand(scope)
+        if found is None:
             return None
-        for param in function.params:
-            if param == "device_type":
-                return "this function takes `device_type`: pass it if that is the device meant"
-        for autocast in self.facts.autocast_calls:
-            node = autocast.region.device_node
-            if autocast.site.ctx.scope is site.ctx.scope and node is not None and not _is_cuda_literal(node):
-                return f"this function autocasts on `{self.facts.code(node)}`: pass that if it is the device meant"
-        for assignment in self.facts.assignments:
-            if assignment.ctx.scope is site.ctx.scope and "device_type" in assignment.targets:
-                return "this function sets `device_type`: pass it if that is the device meant"
-        return None
+        how, node = found
+        if how == "parameter":
+            return "this function takes `device_type`: pass it if that is the device meant"
+        if how == "autocast":
+            return f"this function autocasts on `{self.facts.code(node)}`: pass that if it is the device meant"
+        return "this function sets `device_type`: pass it if that is the device meant"

@@ -159,3 +159,27 @@ def without_parens(expr: cst.BaseExpression) -> cst.BaseExpression:
     if getattr(expr, "lpar", None):
         return expr.with_changes(lpar=[], rpar=[])
     return expr
+
+
+def is_none(node: cst.CSTNode | None) -> bool:
+    """``node`` is the literal ``None``."""
+    return isinstance(node, cst.Name) and node.value == "None"
+
+
+def may_be_none(value: cst.BaseExpression) -> bool:
+    """``value`` may evaluate to the literal ``None``: itself, or an arm of ``a if c else b`` /
+    ``a or b``."""
+    if isinstance(value, cst.IfExp):
+        return may_be_none(value.body) or may_be_none(value.orelse)
+    if isinstance(value, cst.BooleanOperation):
+        return may_be_none(value.left) or may_be_none(value.right)
+    return is_none(value)
+
+
+def parameter_default(function: cst.FunctionDef, name: str) -> cst.BaseExpression | None:
+    """The default value of ``function``'s parameter ``name``, if it has one."""
+    params = function.params
+    for param in (*params.params, *params.kwonly_params, *params.posonly_params):
+        if param.name.value == name and param.default is not None:
+            return param.default
+    return None
