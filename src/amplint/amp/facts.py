@@ -19,6 +19,7 @@ from amplint.amp.autocast import AutocastFacts
 from amplint.amp.compat import CompatFacts
 from amplint.amp.events import EventFacts
 from amplint.amp.iterations import IterationFacts
+from amplint.amp.loss_scaling import LossScalingFacts
 from amplint.amp.models import ModelFacts
 from amplint.amp.optimizers import OptimizerFacts
 from amplint.amp.scalers import ScalerFacts
@@ -27,7 +28,7 @@ from amplint.semantic.model import SemanticModel
 
 
 class FileFacts(SemanticModel, AutocastFacts, ScalerFacts, OptimizerFacts, EventFacts, TrainingFacts, ModelFacts,
-                CompatFacts, IterationFacts):
+                CompatFacts, IterationFacts, LossScalingFacts):
     def __init__(self, module: cst.Module, positions: dict[cst.CSTNode, CodeRange], path: str, settings=None):
         self.settings = settings
         super().__init__(module, positions, path)
