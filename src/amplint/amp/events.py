@@ -138,3 +138,12 @@ class EventFacts:
     @cached_property
     def event_by_call(self) -> dict[cst.Call, Event]:
         return {event.call: event for event in self.events}
+
+    def inside_event_call(self, site: CallSite, kinds: frozenset[EventKind] | tuple[EventKind, ...]) -> bool:
+        """``site`` is part of an event call of ``kinds`` in the same statement: an argument or
+        receiver of it (``model.parameters()`` in a clip, ``scaler.scale(loss)`` in a backward)."""
+        return any(
+            event.kind in kinds and event.ctx.stmt is site.ctx.stmt and event.call is not site.node
+            and self.contains(event.call, site.node)
+            for event in self.events_by_scope.get(site.ctx.scope, [])
+        )

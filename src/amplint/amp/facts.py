@@ -21,6 +21,8 @@ from amplint.amp.checkpoints import CheckpointFacts
 from amplint.amp.compat import CompatFacts
 from amplint.amp.devices import DeviceFacts
 from amplint.amp.events import EventFacts
+from amplint.amp.iterations import IterationFacts
+from amplint.amp.loss_scaling import LossScalingFacts
 from amplint.amp.models import ModelFacts
 from amplint.amp.optimizers import OptimizerFacts
 from amplint.amp.scalers import ScalerFacts
@@ -33,7 +35,7 @@ from amplint.semantic.statements import StatementQueries
 
 class FileFacts(SemanticModel, AutocastFacts, ScalerFacts, OptimizerFacts, EventFacts, TrainingFacts, ModelFacts,
                 CompatFacts, StatementQueries, IdentityQueries, CastFacts, CheckpointFacts, DeviceFacts,
-                ScriptFacts):
+                ScriptFacts, IterationFacts, LossScalingFacts):
     def __init__(self, module: cst.Module, positions: dict[cst.CSTNode, CodeRange], path: str, settings=None):
         self.settings = settings
         super().__init__(module, positions, path)

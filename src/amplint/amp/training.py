@@ -9,7 +9,15 @@ import libcst as cst
 
 from amplint.amp import catalogue as API
 from amplint.amp.events import BACKWARD_KINDS, SCALER_KINDS, TRAINING_KINDS, EventKind
+from amplint.semantic import syntax as S
 from amplint.semantic.records import Branch, Context, Loop, Scope
+
+# Loop variables / iterables of loops over independent runs (k-fold CV, sweeps, seeds).
+_RUN_WORDS = re.compile(
+    r"(^|_)(folds?|seeds?|trials?|runs?|repeats?|repetitions?|experiments?|exps?|configs?|cfgs?|hparams?|params_grid|"
+    r"grid|sweeps?|splits?|lrs?|learning_rates?|settings?|tasks?|kfold|cv|replicates?|evolve|generations?)(_|$|\d)",
+    re.IGNORECASE,
+)
 
 
 class TrainingFacts:
@@ -90,6 +98,49 @@ class TrainingFacts:
             if assignment.ctx.scope is loop.scope and loop in assignment.ctx.loops:
                 out.update(target.replace("[...]", "") for target in assignment.targets)
         return out
+
+    # -- runs: loops and functions that set up a whole training run
+    def is_run_loop(self, loop: Loop) -> bool:
+        """A loop over independent runs (folds, seeds, trials, a sweep): its header says so, or
+        each pass builds a fresh optimizer."""
+        node = loop.node
+        header = self.code(node.target) + " " + self.code(node.iter) if isinstance(node, cst.For) else self.code(node.test)
+        if _RUN_WORDS.search(header):
+            return True
+        return any(
+            assignment.ctx.scope is loop.scope and assignment.ctx.loops and assignment.ctx.loops[-1] is loop
+            and isinstance(assignment.value, cst.Call)
+            and any(t in self.optimizer_builds or t in self.optimizers for t in assignment.targets)
+            for assignment in self.assignments
+        )
+
+    def training_loops_within_run(self, ctx: Context) -> list[Loop] | None:
+        """The training loops around ``ctx``, outermost first, up to the innermost loop over runs;
+        ``None`` when the innermost enclosing loop is itself a loop over runs."""
+        out: list[Loop] = []
+        for loop in reversed(ctx.loops):
+            if self.is_run_loop(loop):
+                if not out:
+                    return None
+                break
+            if loop not in self.training_loops:
+                break
+            out.append(loop)
+        out.reverse()
+        return out
+
+    def builds_own_optimizer(self, scope: Scope) -> bool:
+        """The function builds an optimizer (``opt = AdamW(...)``, ``self.optimizer = make(...)``),
+        so it sets up a whole run; ``self.optimizers()`` (Lightning) only fetches them."""
+        for assignment in self.assignments:
+            if assignment.ctx.scope is scope and isinstance(assignment.value, cst.Call):
+                built = any(t in self.optimizer_builds for t in assignment.targets)
+                named = any(t in self.optimizers for t in assignment.targets) and not (
+                    S.dotted(assignment.value.func) or ""
+                ).endswith("optimizers")
+                if built or named:
+                    return True
+        return False
 
     # -- the branches of a step: AMP gates and accumulation boundaries
     def mentions_amp(self, expr: cst.CSTNode) -> bool:

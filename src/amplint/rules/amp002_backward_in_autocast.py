@@ -1,20 +1,22 @@
 from __future__ import annotations
 
+from textwrap import dedent
 from typing import Iterator
 
 import libcst as cst
 
-from amplint.semantic import syntax as S
 from amplint.amp import Event, EventKind
-from amplint.semantic import CallSite
 from amplint.fix import Fix, NoFix
 from amplint.model import FixSafety
 from amplint.rules.base import Invalid, Rule, Violation
+from amplint.semantic import CallSite
+from amplint.semantic import syntax as S
 
+K = EventKind
 # Events that must not run under autocast.
-_OFFENDING = (EventKind.SCALE_BACKWARD, EventKind.BACKWARD, EventKind.AUTOGRAD_BACKWARD, EventKind.AUTOGRAD_GRAD, EventKind.OPTIMIZER_STEP, EventKind.SCALER_STEP)
+_OFFENDING = (K.SCALE_BACKWARD, K.BACKWARD, K.AUTOGRAD_BACKWARD, K.AUTOGRAD_GRAD, K.OPTIMIZER_STEP, K.SCALER_STEP)
 # Events a moved tail may hold besides the offending ones.
-_STEP_EVENTS = frozenset(_OFFENDING) | {EventKind.UPDATE, EventKind.ZERO_GRAD, EventKind.CLIP, EventKind.UNSCALE} - {EventKind.AUTOGRAD_GRAD}
+_STEP_EVENTS = frozenset(_OFFENDING) | {K.UPDATE, K.ZERO_GRAD, K.CLIP, K.UNSCALE} - {K.AUTOGRAD_GRAD}
 # Calls that only read or log a value (``loss.item()``, ``print(...)``, ``writer.add_scalar(...)``).
 _VALUE_CALLS = frozenset(
     {"item", "detach", "cpu", "float", "int", "round", "str", "format", "len", "get_last_lr", "get_lr", "get_scale",
@@ -24,15 +26,10 @@ _LOG_CALLS = frozenset(
     {"print", "log", "log_dict", "info", "debug", "warning", "add_scalar", "add_scalars", "set_postfix",
      "set_description", "write", "append", "update"}
 )
-
-
-def _callee_last(call: cst.Call) -> str | None:
-    text = S.dotted(call.func)
-    if text is not None:
-        return text.rsplit(".", 1)[-1]
-    if isinstance(call.func, cst.Attribute):
-        return call.func.attr.value
-    return None
+_WHAT = {
+    K.SCALE_BACKWARD: "Backward pass", K.BACKWARD: "Backward pass", K.AUTOGRAD_BACKWARD: "`torch.autograd.backward`",
+    K.AUTOGRAD_GRAD: "`torch.autograd.grad`", K.OPTIMIZER_STEP: "Optimizer step",
+}
 
 
 class BackwardInAutocast(Rule):
@@ -108,55 +105,92 @@ class BackwardInAutocast(Rule):
     triggers = ("autocast",)
 
     valid = (
-        "import torch\nwith torch.autocast('cuda'):\n    loss = model(x)\nloss.backward()\noptimizer.step()\n",
-        "import torch\nwith torch.autocast('cuda', enabled=False):\n    loss = model(x)\n    loss.backward()\n",
-        "import torch\nwith torch.autocast('cuda'):\n    loss = model(x)\n    lr_scheduler.step()\n",
-        "import torch\nwith torch.autocast('cuda'):\n    def closure():\n        loss = model(x)\n        loss.backward()\n        return loss\n",
+        dedent("""\
+        import torch
+        with torch.autocast('cuda'):
+            loss = model(x)
+        loss.backward()
+        optimizer.step()
+        """),
+        dedent("""\
+        import torch
+        with torch.autocast('cuda', enabled=False):
+            loss = model(x)
+            loss.backward()
+        """),
+        dedent("""\
+        import torch
+        with torch.autocast('cuda'):
+            loss = model(x)
+            lr_scheduler.step()
+        """),
+        dedent("""\
+        import torch
+        with torch.autocast('cuda'):
+            def closure():
+                loss = model(x)
+                loss.backward()
+                return loss
+        """),
     )
     invalid = (
         Invalid(
-            "import torch\nwith torch.autocast('cuda'):\n    loss = model(x)\n    # backward\n    loss.backward()\n    optimizer.step()\n",
-            fixed="import torch\nwith torch.autocast('cuda'):\n    loss = model(x)\n# backward\nloss.backward()\noptimizer.step()\n",
+            dedent("""\
+            import torch
+            with torch.autocast('cuda'):
+                loss = model(x)
+                # backward
+                loss.backward()
+                optimizer.step()
+            """),
+            fixed=dedent("""\
+            import torch
+            with torch.autocast('cuda'):
+                loss = model(x)
+            # backward
+            loss.backward()
+            optimizer.step()
+            """),
         ),
         Invalid(
-            "import torch\nwith torch.autocast('cuda'):\n    loss = model(x)\n    loss.backward()\n    total = loss.item() + model.extra()\n",
+            dedent("""\
+            import torch
+            with torch.autocast('cuda'):
+                loss = model(x)
+                loss.backward()
+                total = loss.item() + model.extra()
+            """),
         ),
         Invalid(
-            "import torch\n@torch.autocast('cuda')\ndef step(loss):\n    loss.backward()\n",
+            dedent("""\
+            import torch
+            @torch.autocast('cuda')
+            def step(loss):
+                loss.backward()
+            """),
         ),
     )
 
     def check(self) -> Iterator[Violation]:
         facts = self.facts
-        offending: list[tuple[Event, cst.With | None]] = []
+        offending: list[tuple[Event, cst.CSTNode]] = []
         for event in facts.events:
-            if event.kind not in _OFFENDING:
-                continue
-            regions = facts.enclosing_autocast(event.ctx)
-            if not regions:
-                continue
-            innermost = regions[-1].node
-            offending.append((event, innermost if isinstance(innermost, cst.With) else None))
-        if not offending:
-            return
+            regions = facts.enclosing_autocast(event.ctx) if event.kind in _OFFENDING else None
+            if regions:
+                offending.append((event, regions[-1].node))
         plans: dict[cst.With, Fix | NoFix] = {}
-        for event, with_node in offending:
-            if with_node is not None and with_node not in plans:
-                plans[with_node] = self._plan(with_node, [e for e, w in offending if w is with_node])
-            fix = plans[with_node] if with_node is not None else NoFix("the region is a decorated function: move the backward and step out of it by hand")
-            line = facts.position(regions_line_node(facts, event)).start.line
-            yield self.violation(event.call, self._message(event, line), fix=fix)
+        for event, region in offending:
+            if not isinstance(region, cst.With):
+                fix = NoFix("the region is a decorated function: move the backward and step out of it by hand")
+            else:
+                if region not in plans:
+                    plans[region] = self._plan(region, [e for e, r in offending if r is region])
+                fix = plans[region]
+            yield self.violation(event.call, self._message(event, facts.position(region).start.line), fix=fix)
 
     def _message(self, event: Event, line: int) -> str:
-        what = {
-            EventKind.SCALE_BACKWARD: "Backward pass",
-            EventKind.BACKWARD: "Backward pass",
-            EventKind.AUTOGRAD_BACKWARD: "`torch.autograd.backward`",
-            EventKind.AUTOGRAD_GRAD: "`torch.autograd.grad`",
-            EventKind.OPTIMIZER_STEP: "Optimizer step",
-            EventKind.SCALER_STEP: f"`{event.site.func_text or 'scaler.step'}()`",
-        }[event.kind]
-        if event.kind == EventKind.AUTOGRAD_GRAD:
+        what = _WHAT.get(event.kind) or f"`{event.site.func_text or 'scaler.step'}()`"
+        if event.kind is K.AUTOGRAD_GRAD:
             return (
                 f"{what} runs inside the autocast region opened on line {line}; compute the gradients outside "
                 "autocast and re-enter it for the penalty term"
@@ -178,7 +212,7 @@ class BackwardInAutocast(Rule):
         statements = list(body.body)
         first = len(statements)
         for event in events:
-            top = self._top_statement(event.ctx.stmt, body)
+            top = facts.top_statement_through_ifs(event.ctx.stmt, body)
             if top is None:
                 return NoFix("the statement is nested in another block of the `with` body")
             first = min(first, statements.index(top))
@@ -196,48 +230,25 @@ class BackwardInAutocast(Rule):
             group=f"{self.code}:{position.line}:{position.column}",
         )
 
-    def _top_statement(self, stmt: cst.CSTNode | None, body: cst.IndentedBlock) -> cst.CSTNode | None:
-        """The statement of ``body`` that holds ``stmt`` (through ``if`` blocks only)."""
-        facts = self.facts
-        node = stmt
-        while node is not None:
-            block = facts.parent_of(node)
-            if block is body:
-                return node
-            owner = facts.parent_of(block) if block is not None else None
-            if isinstance(owner, cst.Else):
-                owner = facts.parent_of(owner)
-            if not isinstance(owner, cst.If):
-                return None
-            node = owner
-        return None
-
     def _movable(self, stmt: cst.CSTNode) -> bool:
+        """The statement may leave the autocast block: step events and logging only (``if`` blocks of them too)."""
+        calls_safe = all(self._safe_call(site) for site in self.facts.calls_by_stmt.get(stmt, []))
         if isinstance(stmt, cst.If):
-            if not all(self._safe_call(site) for site in self.facts.calls_by_stmt.get(stmt, [])):
-                return False
-            blocks = [stmt.body]
-            orelse = stmt.orelse
-            while orelse is not None:
-                blocks.append(orelse.body)
-                orelse = orelse.orelse if isinstance(orelse, cst.If) else None
-            return all(isinstance(b, cst.IndentedBlock) and all(self._movable(s) for s in b.body) for b in blocks)
+            return calls_safe and all(
+                isinstance(b, cst.IndentedBlock) and all(self._movable(s) for s in b.body) for b in S.if_chain_blocks(stmt)
+            )
         if not isinstance(stmt, cst.SimpleStatementLine):
             return False
-        for small in stmt.body:
-            if not isinstance(small, (cst.Expr, cst.Assign, cst.AugAssign, cst.AnnAssign, cst.Pass)):
-                return False
-        return all(self._safe_call(site) for site in self.facts.calls_by_stmt.get(stmt, []))
+        simple = (cst.Expr, cst.Assign, cst.AugAssign, cst.AnnAssign, cst.Pass)
+        return all(isinstance(small, simple) for small in stmt.body) and calls_safe
 
     def _safe_call(self, site: CallSite) -> bool:
         facts = self.facts
         event = facts.event_by_call.get(site.node)
-        if event is not None and event.kind in _STEP_EVENTS:
+        if event is not None and event.kind in _STEP_EVENTS or facts.inside_event_call(site, _STEP_EVENTS):
             return True
         call = site.node
-        if self._inside_step_event(site):
-            return True
-        last = _callee_last(call)
+        last = S.callee_last_name(call)
         if last is None:
             return False
         if last == "step" and isinstance(call.func, cst.Attribute):
@@ -246,17 +257,3 @@ class BackwardInAutocast(Rule):
         if last == "update":
             return ".item()" in facts.code(call)
         return last in _VALUE_CALLS or last in _LOG_CALLS or last.startswith("log")
-
-    def _inside_step_event(self, site: CallSite) -> bool:
-        """An argument of an event call (``model.parameters()`` in a clip, ``scaler.scale(loss)``)."""
-        facts = self.facts
-        for event in facts.events_by_scope.get(site.ctx.scope, []):
-            if event.kind in _STEP_EVENTS and event.ctx.stmt is site.ctx.stmt and event.call is not site.node:
-                if facts.contains(event.call, site.node):
-                    return True
-        return False
-
-
-def regions_line_node(facts, event: Event) -> cst.CSTNode:
-    """The node that opened the innermost autocast region around ``event``."""
-    return facts.enclosing_autocast(event.ctx)[-1].node

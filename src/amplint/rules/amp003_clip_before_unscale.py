@@ -1,27 +1,19 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from textwrap import dedent
 from typing import Iterator
 
 import libcst as cst
 
 from amplint.amp import Event, EventKind
-from amplint.fix import edits as E
 from amplint.fix import Fix, NoFix
+from amplint.fix import edits as E
 from amplint.model import FixSafety
 from amplint.rules.base import Invalid, Rule, Violation
 
-_BACKWARDS = (EventKind.BACKWARD, EventKind.AUTOGRAD_BACKWARD)
-
-
-def _branch_exclusive(a: Event, b: Event) -> bool:
-    """``a`` and ``b`` sit in different arms of the same ``if``/``try``: never both on one path."""
-    parts_a = {branch.node: branch.part for branch in a.ctx.branches}
-    for branch in b.ctx.branches:
-        part = parts_a.get(branch.node)
-        if part is not None and part != branch.part and isinstance(branch.node, cst.If):
-            return True
-    return False
+K = EventKind
+_UNSCALED_BACKWARDS = (K.BACKWARD, K.AUTOGRAD_BACKWARD)
 
 
 @dataclass
@@ -29,8 +21,6 @@ class _Clip:
     event: Event
     step: Event
     optimizers: list[str] | None  # None: cannot tell which optimizer's parameters are clipped
-    reason: str | None = None
-    insert_before: cst.CSTNode | None = None
 
 
 @dataclass
@@ -104,33 +94,88 @@ class ClipBeforeUnscale(Rule):
     triggers = (".scale(",)
 
     valid = (
-        "import torch\nscaler = torch.amp.GradScaler('cuda')\nscaler.scale(loss).backward()\nscaler.unscale_(opt)\n"
-        "torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\nscaler.step(opt)\nscaler.update()\n",
-        "import torch\nscaler = torch.amp.GradScaler('cuda', enabled=False)\nscaler.scale(loss).backward()\n"
-        "torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\nscaler.step(opt)\nscaler.update()\n",
-        "import torch\nloss.backward()\ntorch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\noptimizer.step()\n",
-        "accelerator.backward(loss)\naccelerator.clip_grad_norm_(model.parameters(), 1.0)\noptimizer.step()\n",
+        dedent("""\
+        import torch
+        scaler = torch.amp.GradScaler('cuda')
+        scaler.scale(loss).backward()
+        scaler.unscale_(opt)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        scaler.step(opt)
+        scaler.update()
+        """),
+        dedent("""\
+        import torch
+        scaler = torch.amp.GradScaler('cuda', enabled=False)
+        scaler.scale(loss).backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        scaler.step(opt)
+        scaler.update()
+        """),
+        dedent("""\
+        import torch
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        """),
+        dedent("""\
+        accelerator.backward(loss)
+        accelerator.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        """),
     )
     invalid = (
         Invalid(
-            "import torch\nscaler = torch.amp.GradScaler('cuda')\nscaler.scale(loss).backward()\n"
-            "torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\nscaler.step(opt)\nscaler.update()\n",
-            fixed="import torch\nscaler = torch.amp.GradScaler('cuda')\nscaler.scale(loss).backward()\nscaler.unscale_(opt)\n"
-            "torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\nscaler.step(opt)\nscaler.update()\n",
+            dedent("""\
+            import torch
+            scaler = torch.amp.GradScaler('cuda')
+            scaler.scale(loss).backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            scaler.step(opt)
+            scaler.update()
+            """),
+            fixed=dedent("""\
+            import torch
+            scaler = torch.amp.GradScaler('cuda')
+            scaler.scale(loss).backward()
+            scaler.unscale_(opt)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            scaler.step(opt)
+            scaler.update()
+            """),
         ),
         Invalid(
-            "from torch.nn.utils import clip_grad_value_\n\nclass T:\n    def step(self, loss):\n"
-            "        self.scaler.scale(loss).backward()\n        clip_grad_value_(self.model.parameters(), 0.5)\n"
-            "        self.scaler.step(self.optimizer)\n        self.scaler.update()\n",
-            fixed="from torch.nn.utils import clip_grad_value_\n\nclass T:\n    def step(self, loss):\n"
-            "        self.scaler.scale(loss).backward()\n        self.scaler.unscale_(self.optimizer)\n"
-            "        clip_grad_value_(self.model.parameters(), 0.5)\n"
-            "        self.scaler.step(self.optimizer)\n        self.scaler.update()\n",
+            dedent("""\
+            from torch.nn.utils import clip_grad_value_
+
+            class T:
+                def step(self, loss):
+                    self.scaler.scale(loss).backward()
+                    clip_grad_value_(self.model.parameters(), 0.5)
+                    self.scaler.step(self.optimizer)
+                    self.scaler.update()
+            """),
+            fixed=dedent("""\
+            from torch.nn.utils import clip_grad_value_
+
+            class T:
+                def step(self, loss):
+                    self.scaler.scale(loss).backward()
+                    self.scaler.unscale_(self.optimizer)
+                    clip_grad_value_(self.model.parameters(), 0.5)
+                    self.scaler.step(self.optimizer)
+                    self.scaler.update()
+            """),
         ),
         Invalid(
-            "import torch\nfor i, (x, y) in enumerate(loader):\n    scaler.scale(model(x, y)).backward()\n"
-            "    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n    if (i + 1) % 4 == 0:\n"
-            "        scaler.step(opt)\n        scaler.update()\n",
+            dedent("""\
+            import torch
+            for i, (x, y) in enumerate(loader):
+                scaler.scale(model(x, y)).backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                if (i + 1) % 4 == 0:
+                    scaler.step(opt)
+                    scaler.update()
+            """),
         ),
     )
 
@@ -138,96 +183,56 @@ class ClipBeforeUnscale(Rule):
         facts = self.facts
         plans: dict[Event, _StepPlan] = {}
         found: list[_Clip] = []
-        for scope, events in facts.events_by_scope.items():
-            for index, event in enumerate(events):
-                if event.kind != EventKind.CLIP:
-                    continue
-                clip = self._examine(event, events, index)
-                if clip is None:
-                    continue
-                found.append(clip)
-                plans.setdefault(clip.step, _StepPlan(clip.step)).clips.append(clip)
+        for events in facts.events_by_scope.values():
+            for event in events:
+                clip = self._examine(event, events) if event.kind is K.CLIP else None
+                if clip is not None:
+                    found.append(clip)
+                    plans.setdefault(clip.step, _StepPlan(clip.step)).clips.append(clip)
         for clip in found:
-            fix = self._fix(plans[clip.step], clip)
-            scaler = clip.step.scaler
             yield self.violation(
                 clip.event.call,
-                f"Gradients are clipped while still multiplied by the loss scale: call `{scaler}.unscale_(...)` "
+                f"Gradients are clipped while still multiplied by the loss scale: call `{clip.step.scaler}.unscale_(...)` "
                 f"before clipping (the scaler steps on line {facts.position(clip.step.call).start.line})",
-                fix=fix,
+                fix=self._fix(plans[clip.step], clip),
             )
 
     # -- deciding
-    def _examine(self, clip: Event, events: list[Event], index: int) -> _Clip | None:
+    def _examine(self, clip: Event, events: list[Event]) -> _Clip | None:
         facts = self.facts
-        step = next((e for e in events[index + 1:] if e.kind == EventKind.SCALER_STEP), None)
+        step = facts.next_scaler_step_in_function(clip)
         if step is None or step.scaler is None:
             return None
         if not facts.is_scaler(step.scaler) or facts.scaler_provably_disabled(step.scaler, step.ctx.scope):
             return None
-        before = events[:index]
-        backward = next((e for e in reversed(before) if e.kind == EventKind.SCALE_BACKWARD or e.kind in _BACKWARDS), None)
-        if backward is not None and backward.kind != EventKind.SCALE_BACKWARD:
+        before = [e for e in events if e.order < clip.order]
+        backward = next((e for e in reversed(before) if e.kind is K.SCALE_BACKWARD or e.kind in _UNSCALED_BACKWARDS), None)
+        if backward is not None and backward.kind is not K.SCALE_BACKWARD:
             return None  # an unscaled backward: the gradients are not scaled (AMP008's business)
         if backward is None:
             # The backward runs in another method (``optimizer_step`` of a trainer class): only when
             # nothing in this file unscales this scaler elsewhere.
-            if any(e.kind == EventKind.UNSCALE and e.scaler == step.scaler for e in facts.events):
+            if facts.events_of(None, K.UNSCALE, step.scaler):
                 return None
-            if any(e.kind == EventKind.SCALE_BACKWARD for e in events[index + 1:] if e.order < step.order):
+            if any(e.kind is K.SCALE_BACKWARD and clip.order < e.order < step.order for e in events):
                 return None
         start = backward.order if backward is not None else -1
-        optimizers = self._clipped_optimizers(clip, step, events)
-        for event in before:
-            if event.order <= start:
-                continue
-            if event.kind == EventKind.UNSCALE and not _branch_exclusive(event, clip):
-                if optimizers is None or event.optimizer is None or event.optimizer in optimizers:
+        optimizers = self._clipped_optimizers(clip, step)
+        for unscale in before:
+            if unscale.order > start and unscale.kind is K.UNSCALE and not facts.exclusive(unscale.ctx, clip.ctx):
+                if optimizers is None or unscale.optimizer is None or unscale.optimizer in optimizers:
                     return None
-        if self._unscales_in_call_between(clip, start):
+        if facts.may_unscale_between(clip.ctx.scope, start, clip.order):
             return None
         return _Clip(clip, step, optimizers)
 
-    def _unscales_in_call_between(self, clip: Event, start: int) -> bool:
-        """A call between backward and clip that may unscale (``self.unscale_grads()``, a same-file helper)."""
-        facts = self.facts
-        for site in facts.calls:
-            if site.ctx.scope is not clip.ctx.scope or not (start < site.ctx.order < clip.order):
-                continue
-            if site.node in facts.event_by_call:
-                continue  # an ``unscale_`` event itself: judged with its branch above
-            if "unscale" in (site.func_text or facts.code(site.node.func)).lower():
-                return True
-            for function in facts.called_functions(site):
-                if any(e.kind == EventKind.UNSCALE for e in facts.events_by_scope.get(function.scope, [])):
-                    return True
-        return False
-
-    def _clipped_optimizers(self, clip: Event, step: Event, events: list[Event]) -> list[str] | None:
+    def _clipped_optimizers(self, clip: Event, step: Event) -> list[str] | None:
         """Optimizers whose parameters the clip touches, in step order; ``None`` when unknown."""
-        facts = self.facts
-        candidates: list[str] = []
-        for event in events:
-            if event.order < step.order:
-                continue
-            if event.kind == EventKind.UPDATE and event.scaler == step.scaler:
-                break
-            if event.kind == EventKind.SCALER_STEP and event.scaler == step.scaler:
-                if event.optimizer is None:
-                    return None
-                if event.optimizer not in candidates:
-                    candidates.append(event.optimizer)
-        if len(candidates) <= 1:
-            return candidates or None
-        owner = facts.clip_parameter_owner(clip.call)
-        if owner is None:
-            return None
-        matched = []
-        for optimizer in candidates:
-            owners = facts.optimizer_parameter_owners(optimizer)
-            if owners and any(o == owner or o.startswith(owner + ".") or owner.startswith(o + ".") for o in owners):
-                matched.append(optimizer)
-        return matched or None
+        stepped = self.facts.stepped_optimizers(step)
+        if stepped is None or len(stepped) <= 1:
+            return stepped or None
+        owner = self.facts.clip_parameter_owner(clip.call)
+        return self.facts.optimizers_owning(owner, stepped) or None
 
     # -- fixing
     def _insert_point(self, clip: _Clip) -> cst.CSTNode | NoFix:

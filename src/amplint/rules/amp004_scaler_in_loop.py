@@ -1,27 +1,21 @@
 from __future__ import annotations
 
 import re
+from textwrap import dedent
 from typing import Iterator
 
 import libcst as cst
 
-from amplint.fix import edits as E
-from amplint.semantic import syntax as S
-from amplint.semantic import CallSite, Loop, Scope
 from amplint.fix import Fix, NoFix
+from amplint.fix import edits as E
 from amplint.model import FixSafety
 from amplint.rules.base import Invalid, Rule, Violation
+from amplint.semantic import CallSite, Loop, Scope
 
 # Functions that run once per run, not per step: a scaler built there is right.
 _SETUP_NAME = re.compile(
     r"^(__init__|__post_init__|setup|_?setup_\w*|_setup|_?configure\w*|_?build\w*|_?init\w*|on_\w*_start|_?create\w*|"
     r"_?make\w*|_?prepare\w*|_?get_\w*scaler\w*|fit|_?run_fold\w*|_?run_trial\w*|_?run_experiment\w*)$"
-)
-# Loop variables / iterables of loops over independent runs (k-fold CV, sweeps, seeds).
-_RUN_WORDS = re.compile(
-    r"(^|_)(folds?|seeds?|trials?|runs?|repeats?|repetitions?|experiments?|exps?|configs?|cfgs?|hparams?|params_grid|"
-    r"grid|sweeps?|splits?|lrs?|learning_rates?|settings?|tasks?|kfold|cv|replicates?|evolve|generations?)(_|$|\d)",
-    re.IGNORECASE,
 )
 _LAZY_GUARD = re.compile(r"\bis None\b|==\s*0\b|\bhasattr\b|\bfirst\b")
 
@@ -97,28 +91,76 @@ class ScalerInLoop(Rule):
     triggers = ("GradScaler",)
 
     valid = (
-        "import torch\nscaler = torch.amp.GradScaler('cuda')\nfor x in loader:\n    scaler.scale(model(x)).backward()\n"
-        "    scaler.step(opt)\n    scaler.update()\n",
-        "import torch\nfor fold in range(5):\n    model = Net()\n    opt = torch.optim.AdamW(model.parameters())\n"
-        "    scaler = torch.amp.GradScaler('cuda')\n    for x in loader:\n        scaler.scale(model(x)).backward()\n"
-        "        scaler.step(opt)\n        scaler.update()\n",
-        "import torch\nclass Trainer:\n    def __init__(self):\n        self.scaler = torch.amp.GradScaler('cuda')\n"
-        "    def training_step(self, x):\n        self.scaler.scale(self.model(x)).backward()\n",
+        dedent("""\
+        import torch
+        scaler = torch.amp.GradScaler('cuda')
+        for x in loader:
+            scaler.scale(model(x)).backward()
+            scaler.step(opt)
+            scaler.update()
+        """),
+        dedent("""\
+        import torch
+        for fold in range(5):
+            model = Net()
+            opt = torch.optim.AdamW(model.parameters())
+            scaler = torch.amp.GradScaler('cuda')
+            for x in loader:
+                scaler.scale(model(x)).backward()
+                scaler.step(opt)
+                scaler.update()
+        """),
+        dedent("""\
+        import torch
+        class Trainer:
+            def __init__(self):
+                self.scaler = torch.amp.GradScaler('cuda')
+            def training_step(self, x):
+                self.scaler.scale(self.model(x)).backward()
+        """),
     )
     invalid = (
         Invalid(
-            "import torch\nfor x in loader:\n    # one scaler\n    scaler = torch.amp.GradScaler('cuda')\n"
-            "    scaler.scale(model(x)).backward()\n    scaler.step(opt)\n    scaler.update()\n",
-            fixed="import torch\n# one scaler\nscaler = torch.amp.GradScaler('cuda')\nfor x in loader:\n"
-            "    scaler.scale(model(x)).backward()\n    scaler.step(opt)\n    scaler.update()\n",
+            dedent("""\
+            import torch
+            for x in loader:
+                # one scaler
+                scaler = torch.amp.GradScaler('cuda')
+                scaler.scale(model(x)).backward()
+                scaler.step(opt)
+                scaler.update()
+            """),
+            fixed=dedent("""\
+            import torch
+            # one scaler
+            scaler = torch.amp.GradScaler('cuda')
+            for x in loader:
+                scaler.scale(model(x)).backward()
+                scaler.step(opt)
+                scaler.update()
+            """),
         ),
         Invalid(
-            "import torch\ndef train_one_epoch(model, loader, opt):\n    scaler = torch.amp.GradScaler('cuda')\n"
-            "    for x in loader:\n        scaler.scale(model(x)).backward()\n        scaler.step(opt)\n        scaler.update()\n",
+            dedent("""\
+            import torch
+            def train_one_epoch(model, loader, opt):
+                scaler = torch.amp.GradScaler('cuda')
+                for x in loader:
+                    scaler.scale(model(x)).backward()
+                    scaler.step(opt)
+                    scaler.update()
+            """),
         ),
         Invalid(
-            "import torch\nfor epoch in range(10):\n    scaler = torch.amp.GradScaler('cuda', init_scale=2.0 ** epoch)\n"
-            "    for x in loader:\n        scaler.scale(model(x)).backward()\n        scaler.step(opt)\n        scaler.update()\n",
+            dedent("""\
+            import torch
+            for epoch in range(10):
+                scaler = torch.amp.GradScaler('cuda', init_scale=2.0 ** epoch)
+                for x in loader:
+                    scaler.scale(model(x)).backward()
+                    scaler.step(opt)
+                    scaler.update()
+            """),
         ),
     )
 
@@ -127,11 +169,9 @@ class ScalerInLoop(Rule):
         for site in facts.scaler_construction_sites:
             function = facts.function_of(site.ctx.scope)
             name = function.node.name.value if function is not None else None
-            if name is not None and _SETUP_NAME.match(name):
+            if name is not None and _SETUP_NAME.match(name) or self._lazily_guarded(site):
                 continue
-            if self._lazily_guarded(site):
-                continue
-            loops = self._training_loops_around(site)
+            loops = facts.training_loops_within_run(site.ctx)
             if loops is None:
                 continue  # inside a loop over independent runs
             if loops:
@@ -141,8 +181,7 @@ class ScalerInLoop(Rule):
                     "its loss scale restarts every iteration; build it once before the loop",
                     fix=self._hoist(site, loops[0]),
                 )
-                continue
-            if function is not None and self._per_step(function.scope):
+            elif function is not None and self._per_step(function.scope):
                 yield self.violation(
                     site.node,
                     f"GradScaler built in `{name}`, which runs once per step or epoch: its loss scale restarts each "
@@ -151,77 +190,33 @@ class ScalerInLoop(Rule):
                 )
 
     # -- deciding
-    def _is_run_loop(self, loop: Loop) -> bool:
-        facts = self.facts
-        node = loop.node
-        header = facts.code(node.target) + " " + facts.code(node.iter) if isinstance(node, cst.For) else facts.code(node.test)
-        if _RUN_WORDS.search(header):
-            return True
-        for assignment in facts.assignments:
-            if assignment.ctx.scope is loop.scope and assignment.ctx.loops and assignment.ctx.loops[-1] is loop:
-                if any(target in facts.optimizer_builds or target in facts.optimizers for target in assignment.targets):
-                    if isinstance(assignment.value, cst.Call):
-                        return True
-        return False
-
-    def _training_loops_around(self, site: CallSite) -> list[Loop] | None:
-        """Training loops around ``site`` up to the innermost run loop (outermost first); ``None``
-        when the innermost enclosing loop is itself a loop over independent runs."""
-        facts = self.facts
-        out: list[Loop] = []
-        for loop in reversed(site.ctx.loops):
-            if self._is_run_loop(loop):
-                if not out:
-                    return None
-                break
-            if loop not in facts.training_loops:
-                break
-            out.append(loop)
-        out.reverse()
-        return out
-
     def _lazily_guarded(self, site: CallSite) -> bool:
         """``if scaler is None: scaler = GradScaler()`` builds it once."""
-        facts = self.facts
         for branch in site.ctx.branches:
             if isinstance(branch.node, cst.If):
-                if _LAZY_GUARD.search(facts.code(branch.node.test)) or "scaler" in facts.code(branch.node.test).lower():
+                test = self.facts.code(branch.node.test)
+                if _LAZY_GUARD.search(test) or "scaler" in test.lower():
                     return True
         return False
 
     def _per_step(self, scope: Scope) -> bool:
         facts = self.facts
         function = facts.function_of(scope)
-        if function is None or scope not in facts.per_step_functions:
+        if function is None or scope not in facts.per_step_functions or facts.builds_own_optimizer(scope):
             return False
-        # A function that builds its own optimizer sets up a whole run.
-        for assignment in facts.assignments:
-            if assignment.ctx.scope is scope and isinstance(assignment.value, cst.Call):
-                built = any(t in facts.optimizer_builds for t in assignment.targets)
-                named = any(t in facts.optimizers for t in assignment.targets) and not (
-                    S.dotted(assignment.value.func) or ""
-                ).endswith("optimizers")
-                if built or named:
-                    return False
         if function.node.name.value in facts.PER_STEP_NAMES:
             return True
         # Called inside a training loop, but running its own training loop after building the
         # scaler: the caller's loop may be over runs (yolov5's `--evolve` generations) or epochs.
         if any(loop.scope is scope for loop in facts.training_loops):
             return False
-        for site in facts.calls:
-            if function not in facts.called_functions(site):
-                continue
-            loops = self._training_loops_around(site)
-            if loops:
-                return True
-        return False
+        return any(facts.training_loops_within_run(site.ctx) for site in facts.callers_of(function))
 
     # -- fixing
     def _hoist(self, site: CallSite, outer: Loop) -> Fix | NoFix:
         facts = self.facts
         stmt = site.ctx.stmt
-        if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1 or not isinstance(stmt.body[0], cst.Assign):
+        if not E.single_simple_statement(stmt) or not isinstance(stmt.body[0], cst.Assign):
             return NoFix("only a plain `scaler = GradScaler(...)` statement is moved automatically")
         assign = stmt.body[0]
         if assign.value is not site.node or len(assign.targets) != 1:
@@ -231,18 +226,13 @@ class ScalerInLoop(Rule):
             if facts.contains(outer.node, branch.node) and not (isinstance(branch.node, cst.Try) and branch.part == "body"):
                 return NoFix("the scaler is built under a condition inside the loop")
         bound = facts.names_bound_in_loop(outer) - {target}
-        for ref in facts.references:
-            if ref.ctx.stmt is stmt and facts.contains(site.node, ref.node) and ref.node is not site.node.func:
-                if facts.contains(site.node.func, ref.node):
-                    continue
-                parts = ref.parts
-                if any(".".join(parts[: i + 1]) in bound for i in range(len(parts))):
-                    return NoFix(f"its arguments use `{facts.code(ref.node)}`, which the loop changes")
-        others = [
-            a for a in facts.assignments_to(target, site.ctx.scope)
-            if a.node is not assign and a.ctx.scope is site.ctx.scope and outer in a.ctx.loops
-        ]
-        if others:
+        for ref in facts.argument_references(site):
+            if any(".".join(ref.parts[: i + 1]) in bound for i in range(len(ref.parts))):
+                return NoFix(f"its arguments use `{facts.code(ref.node)}`, which the loop changes")
+        if any(
+            a.node is not assign and a.ctx.scope is site.ctx.scope and outer in a.ctx.loops
+            for a in facts.assignments_to(target, site.ctx.scope)
+        ):
             return NoFix(f"`{target}` is assigned again inside the loop")
         located = facts.statement_block(stmt)
         if located is None or len(located[1]) < 2:

@@ -1,18 +1,14 @@
 from __future__ import annotations
 
+from textwrap import dedent
 from typing import Iterator
 
 import libcst as cst
 
-from amplint.amp import Event, EventKind
-from amplint.semantic import Scope
+from amplint.amp import EventKind
 from amplint.model import FixSafety
 from amplint.rules.base import Rule, Violation
-
-# Frameworks that scale the loss themselves: their backward replaces ``loss.backward()``.
-_FRAMEWORK_BACKWARD_RECEIVERS = ("accelerator", "fabric", "engine", "model_engine", "deepspeed", "trainer", "strategy")
-_FRAMEWORK_CALLS = frozenset({"scale_loss", "manual_backward", "backward_pass"})
-_FRAMEWORK_MODULES = ("apex", "deepspeed", "accelerate", "lightning", "pytorch_lightning", "colossalai", "megatron")
+from amplint.semantic import Scope
 
 
 class Fp16AutocastWithoutScaler(Rule):
@@ -76,26 +72,67 @@ class Fp16AutocastWithoutScaler(Rule):
     triggers = ("autocast",)
 
     valid = (
-        "import torch\nscaler = torch.amp.GradScaler('cuda')\nfor x in loader:\n    with torch.autocast('cuda'):\n"
-        "        loss = model(x)\n    scaler.scale(loss).backward()\n    scaler.step(opt)\n    scaler.update()\n",
-        "import torch\nfor x in loader:\n    with torch.autocast('cuda', dtype=torch.bfloat16):\n"
-        "        loss = model(x)\n    loss.backward()\n    opt.step()\n",
-        "import torch\ndef train(model, opt, loader, accelerator):\n    for x in loader:\n        with torch.autocast('cuda'):\n"
-        "            loss = model(x)\n        accelerator.backward(loss)\n        opt.step()\n",
-        "import torch\ndef train(model, opt, loader, loss_scaler):\n    for x in loader:\n        with torch.autocast('cuda'):\n"
-        "            loss = model(x)\n        loss.backward()\n        opt.step()\n",
+        dedent("""\
+        import torch
+        scaler = torch.amp.GradScaler('cuda')
+        for x in loader:
+            with torch.autocast('cuda'):
+                loss = model(x)
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+        """),
+        dedent("""\
+        import torch
+        for x in loader:
+            with torch.autocast('cuda', dtype=torch.bfloat16):
+                loss = model(x)
+            loss.backward()
+            opt.step()
+        """),
+        dedent("""\
+        import torch
+        def train(model, opt, loader, accelerator):
+            for x in loader:
+                with torch.autocast('cuda'):
+                    loss = model(x)
+                accelerator.backward(loss)
+                opt.step()
+        """),
+        dedent("""\
+        import torch
+        def train(model, opt, loader, loss_scaler):
+            for x in loader:
+                with torch.autocast('cuda'):
+                    loss = model(x)
+                loss.backward()
+                opt.step()
+        """),
     )
     invalid = (
-        "import torch\nfor x in loader:\n    with torch.autocast('cuda'):\n"
-        "        loss = model(x)\n    loss.backward()\n    opt.step()\n",
-        "import torch\ndef train(model, opt, loader):\n    for x, y in loader:\n"
-        "        with torch.autocast(device_type='cuda', dtype=torch.float16):\n"
-        "            out = model(x)\n        loss = crit(out, y)\n        loss.backward()\n        opt.step()\n",
+        dedent("""\
+        import torch
+        for x in loader:
+            with torch.autocast('cuda'):
+                loss = model(x)
+            loss.backward()
+            opt.step()
+        """),
+        dedent("""\
+        import torch
+        def train(model, opt, loader):
+            for x, y in loader:
+                with torch.autocast(device_type='cuda', dtype=torch.float16):
+                    out = model(x)
+                loss = crit(out, y)
+                loss.backward()
+                opt.step()
+        """),
     )
 
     def check(self) -> Iterator[Violation]:
         facts = self.facts
-        if facts.scalers or self._scaled_elsewhere():
+        if facts.scalers or facts.loss_scaled_elsewhere:
             return
         by_scope: dict[Scope, list[cst.With]] = {}
         for node, regions in facts.autocast_regions.items():
@@ -112,7 +149,7 @@ class Fp16AutocastWithoutScaler(Rule):
             if not any(e.kind == EventKind.OPTIMIZER_STEP for e in events):
                 continue
             for event in events:
-                if event.kind == EventKind.BACKWARD and self._loss_from_region(event, withs):
+                if event.kind == EventKind.BACKWARD and facts.loss_computed_under(event, withs):
                     yield self.violation(
                         event.call,
                         f"`{facts.code(event.call)}` backpropagates a loss computed under float16 autocast and no "
@@ -120,51 +157,3 @@ class Fp16AutocastWithoutScaler(Rule):
                         "with `torch.amp.GradScaler` (or use bfloat16)",
                     )
                     break
-
-    def _scaled_elsewhere(self) -> bool:
-        facts = self.facts
-        for record in facts.imports:
-            for _, _, target in record.aliases:
-                if target.split(".")[0] in _FRAMEWORK_MODULES:
-                    return True
-        for site in facts.calls:
-            text = site.func_text or ""
-            parts = text.split(".")
-            if parts[-1] in _FRAMEWORK_CALLS:
-                return True
-            if parts[-1] == "backward" and len(parts) > 1 and any(
-                w in p.lower() for p in parts[:-1] for w in _FRAMEWORK_BACKWARD_RECEIVERS
-            ):
-                return True
-        for function in facts.functions:
-            if any("scaler" in p.lower() for p in function.params):
-                return True
-        for ref in facts.references:
-            if any("scaler" in p.lower() for p in ref.parts):
-                return True
-        return False
-
-    def _loss_from_region(self, event: Event, withs: list[cst.With]) -> bool:
-        """The backwarded tensor is computed in (or from values computed in) an fp16 region before it."""
-        facts = self.facts
-        if any(w in event.ctx.withs for w in withs):
-            return True
-        receiver = event.receiver
-        if receiver is None or "." in receiver or "scale" in receiver.lower():
-            return False
-        scope = event.ctx.scope
-        assigned_in_region: set[str] = set()
-        for assignment in facts.assignments:
-            if assignment.ctx.scope is scope and assignment.ctx.order < event.order and any(w in assignment.ctx.withs for w in withs):
-                assigned_in_region.update(assignment.targets)
-        if receiver in assigned_in_region:
-            return True
-        for assignment in facts.assignments:
-            if assignment.ctx.scope is not scope or receiver not in assignment.targets or assignment.value is None:
-                continue
-            if assignment.ctx.order > event.order:
-                continue
-            for ref in facts.references_within(assignment.value):
-                if ".".join(ref.parts) in assigned_in_region or ref.parts[0] in assigned_in_region:
-                    return True
-        return False

@@ -6,13 +6,14 @@ from functools import cached_property
 
 import libcst as cst
 
-from amplint.semantic.records import CallSite, FunctionInfo, Scope
+from amplint.semantic.records import CallSite, FunctionInfo, Reference, Scope
 
 
 class CallGraph:
     """Mixed into :class:`~amplint.semantic.model.SemanticModel`; reads ``calls`` and ``functions``."""
 
     calls: list[CallSite]
+    references: list[Reference]
     functions: list[FunctionInfo]
     function_by_node: dict[cst.FunctionDef, FunctionInfo]
 
@@ -63,3 +64,27 @@ class CallGraph:
     def callers_of(self, function: FunctionInfo) -> list[CallSite]:
         """Calls in this file that may run ``function``."""
         return [site for site in self.calls if function in self.called_functions(site)]
+
+    @cached_property
+    def calls_by_scope(self) -> dict[Scope, list[CallSite]]:
+        """Each scope's own calls, in source order."""
+        out: dict[Scope, list[CallSite]] = {}
+        for site in self.calls:
+            out.setdefault(site.ctx.scope, []).append(site)
+        return out
+
+    def calls_between(self, scope: Scope, start: int, end: int | None) -> list[CallSite]:
+        """Calls of ``scope`` strictly after source order ``start`` and before ``end`` (no bound when ``None``)."""
+        return [
+            site for site in self.calls_by_scope.get(scope, [])
+            if start < site.ctx.order and (end is None or site.ctx.order < end)
+        ]
+
+    def argument_references(self, site: CallSite) -> list[Reference]:
+        """The dotted names a call's arguments read (the callee's own names left out)."""
+        call = site.node
+        return [
+            ref for ref in self.references
+            if ref.ctx.stmt is site.ctx.stmt and self.contains(call, ref.node) and ref.node is not call.func
+            and not self.contains(call.func, ref.node)
+        ]

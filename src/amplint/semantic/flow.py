@@ -65,6 +65,27 @@ class FlowQueries:
             seen += 1
         return None
 
+    def in_one_block(self, statements: list[cst.CSTNode | None]) -> bool:
+        """The statements (``None`` ones left out) all sit in the same block."""
+        blocks = [self.statement_block(stmt) for stmt in statements if stmt is not None]
+        return all(block == blocks[0] for block in blocks)
+
+    def top_statement_through_ifs(self, stmt: cst.CSTNode | None, body: cst.CSTNode) -> cst.CSTNode | None:
+        """The statement of the block ``body`` that holds ``stmt``, when only ``if`` / ``elif`` /
+        ``else`` blocks lie between them (a statement nested in a loop or ``with`` has none)."""
+        node = stmt
+        while node is not None:
+            block = self.parents.get(node)
+            if block is body:
+                return node
+            owner = self.parents.get(block) if block is not None else None
+            if isinstance(owner, cst.Else):
+                owner = self.parents.get(owner)
+            if not isinstance(owner, cst.If):
+                return None
+            node = owner
+        return None
+
     # -- branches
     def flat(self, node: cst.CSTNode) -> str:
         """The node's source without whitespace or redundant parentheses."""

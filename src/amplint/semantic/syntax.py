@@ -183,3 +183,23 @@ def parameter_default(function: cst.FunctionDef, name: str) -> cst.BaseExpressio
         if param.name.value == name and param.default is not None:
             return param.default
     return None
+
+
+def callee_last_name(call: cst.Call) -> str | None:
+    """The last name of the callee: ``add_scalar`` for ``writer.add_scalar(...)``, ``step`` for ``f().step()``."""
+    text = dotted(call.func)
+    if text is not None:
+        return text.rsplit(".", 1)[-1]
+    if isinstance(call.func, cst.Attribute):
+        return call.func.attr.value
+    return None
+
+
+def if_chain_blocks(stmt: cst.If) -> list[cst.BaseSuite]:
+    """The blocks of an ``if`` / ``elif`` / ``else`` chain, in order."""
+    blocks = [stmt.body]
+    orelse = stmt.orelse
+    while orelse is not None:
+        blocks.append(orelse.body)
+        orelse = orelse.orelse if isinstance(orelse, cst.If) else None
+    return blocks

@@ -1,0 +1,159 @@
+"""One training iteration: its events in order, which optimizers a scaler steps, the update after the steps.
+
+An iteration is one pass of the loop that runs a backward, or the body of a per-step function
+(``train_step``) that runs the backward and the step itself. The questions here are the ones
+the GradScaler's per-iteration state machine (scale, unscale_, step, update) makes rules ask.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from amplint.amp.events import BACKWARD_KINDS, Event, EventKind
+from amplint.semantic.records import Loop, Scope
+
+K = EventKind
+# Hooks that only step: the update belongs to whoever calls them.
+_STEP_ONLY_HOOKS = ("optimizer_step", "step", "_optimizer_step")
+
+
+@dataclass
+class Iteration:
+    """The events of one training iteration, in source order; ``loop`` is ``None`` for a per-step function."""
+
+    loop: Loop | None
+    events: list[Event]
+
+    def of(self, kind: EventKind) -> list[Event]:
+        return [e for e in self.events if e.kind is kind]
+
+
+class IterationFacts:
+    """Mixed into :class:`~amplint.amp.facts.FileFacts`."""
+
+    def iteration_of(self, event: Event) -> Iteration | None:
+        """The iteration ``event`` belongs to, when the function that holds it clearly owns one:
+        its innermost backward loop, or the whole function when a backward runs before ``event``
+        there and no backward loop encloses it."""
+        scope_events = self.events_by_scope.get(event.ctx.scope, [])
+        loop = self.iteration_loop(event.ctx)
+        if loop is not None:
+            return Iteration(loop, [e for e in scope_events if loop in e.ctx.loops])
+        if any(outer in self.backward_loops for outer in event.ctx.loops):
+            return None
+        if not any(e.kind in BACKWARD_KINDS and e.order < event.order for e in scope_events):
+            return None
+        return Iteration(None, list(scope_events))
+
+    def same_iteration(self, a: Event, b: Event) -> bool:
+        """``a`` and ``b`` sit in one function under the same iteration loop (or none)."""
+        return a.ctx.scope is b.ctx.scope and self.iteration_loop(a.ctx) is self.iteration_loop(b.ctx)
+
+    def steps_beside(self, event: Event) -> list[Event]:
+        """The ``step`` calls of ``event``'s scaler in its function, in the same iteration and on its path."""
+        return [
+            e for e in self.events_of(event.ctx.scope, K.SCALER_STEP, event.scaler)
+            if self.same_iteration(e, event) and self.on_path(e.ctx, event.ctx)
+        ]
+
+    def backward_between(self, first: Event, then: Event) -> bool:
+        """A backward on ``first``'s path runs after it and before ``then``: a new scale/step/update
+        cycle starts there (a GAN with one scaler steps D, updates, then scales G's loss)."""
+        return any(
+            e.kind in BACKWARD_KINDS and first.order < e.order < then.order and self.on_path(e.ctx, first.ctx)
+            for e in self.events_by_scope.get(first.ctx.scope, [])
+        )
+
+    def update_after(self, step: Event) -> bool:
+        """An ``update()`` of ``step``'s scaler follows it on its path, in the same iteration."""
+        return any(
+            e.order > step.order and self.on_path(e.ctx, step.ctx) and self.same_iteration(e, step)
+            for e in self.events_of(step.ctx.scope, K.UPDATE, step.scaler)
+        )
+
+    def next_scaler_step_in_function(self, event: Event) -> Event | None:
+        """The first ``scaler.step(...)`` after ``event`` in its function, whatever its path."""
+        return next(
+            (e for e in self.events_by_scope.get(event.ctx.scope, []) if e.order > event.order and e.kind is K.SCALER_STEP),
+            None,
+        )
+
+    def stepped_optimizers(self, step: Event) -> list[str] | None:
+        """The optimizers ``step``'s scaler steps from ``step`` up to its next ``update()`` in the
+        same function, in step order; ``None`` when one of them is not a plain expression."""
+        out: list[str] = []
+        for event in self.events_by_scope.get(step.ctx.scope, []):
+            if event.order < step.order or event.scaler != step.scaler:
+                continue
+            if event.kind is K.UPDATE:
+                break
+            if event.kind is K.SCALER_STEP:
+                if event.optimizer is None:
+                    return None
+                if event.optimizer not in out:
+                    out.append(event.optimizer)
+        return out
+
+    def optimizers_owning(self, owner: str | None, optimizers: list[str]) -> list[str]:
+        """Those of ``optimizers`` built over the parameters of ``owner`` (``model``,
+        ``model.encoder``), matching a sub- or super-module too."""
+        if owner is None:
+            return []
+        matched = []
+        for optimizer in optimizers:
+            owners = self.optimizer_parameter_owners(optimizer)
+            if owners and any(o == owner or o.startswith(owner + ".") or owner.startswith(o + ".") for o in owners):
+                matched.append(optimizer)
+        return matched
+
+    def may_unscale_between(self, scope: Scope, start: int, end: int) -> bool:
+        """A call in ``scope`` strictly between source orders ``start`` and ``end`` that is not
+        itself an event and may unscale: its name says so (``self.unscale_grads()``), or it runs a
+        same-file function with an ``unscale_``."""
+        for site in self.calls_between(scope, start, end):
+            if site.node in self.event_by_call:
+                continue
+            if "unscale" in (site.func_text or self.code(site.node.func)).lower():
+                return True
+            if any(self.events_of(function.scope, K.UNSCALE) for function in self.called_functions(site)):
+                return True
+        return False
+
+    def events_of(self, scope: Scope | None, kind: EventKind, scaler: str | None = None) -> list[Event]:
+        """The events of ``kind`` in ``scope`` (the whole file for ``None``; through ``scaler``,
+        when given), in order."""
+        events = self.events if scope is None else self.events_by_scope.get(scope, [])
+        return [e for e in events if e.kind is kind and (scaler is None or e.scaler == scaler)]
+
+    def update_may_follow(self, step: Event, iteration: Iteration) -> bool:
+        """An ``update()`` of ``step``'s scaler may run after it through code that is not an
+        event of ``iteration``: a same-file function that updates, the scaler handed to a helper,
+        a same-file caller that updates after calling this function, or a function that is not
+        visibly per-step (module-level code, a step-only hook, one nobody here calls)."""
+        scaler = step.scaler or ""
+        scope = step.ctx.scope
+        for site in self.calls_between(scope, step.order, None):
+            if iteration.loop is not None and iteration.loop not in site.ctx.loops:
+                continue
+            if self.calls_into(site, self.updating_functions):
+                return True
+            if any(self.code(arg.value) == scaler for arg in site.node.args):
+                return True
+        function = self.function_of(scope)
+        callers = self.callers_of(function) if function is not None else []
+        for site in callers:
+            # composer's retry loop around ``_train_batch``; a ``train_step`` whose caller updates
+            caller = site.ctx.scope
+            if any(e.order > site.ctx.order for e in self.events_of(caller, K.UPDATE)):
+                return True
+            if any(self.calls_into(s, self.updating_functions) for s in self.calls_between(caller, site.ctx.order, None)):
+                return True
+        if iteration.loop is None:
+            if function is None:
+                return True
+            name = function.node.name.value
+            if not callers and name not in self.PER_STEP_NAMES:
+                return True
+            if name in _STEP_ONLY_HOOKS:
+                return True
+        return False
