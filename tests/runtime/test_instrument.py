@@ -204,16 +204,16 @@ def test_script_arguments_reach_the_script(argv):
 
 
 def test_one_dynamic_check_per_code_each_named_by_the_rule_registry():
-    from amplint.rules import RULES
+    from amplint.rules.catalog import rule_catalog
     from amplint.runtime.checks import ALL_CHECKS
 
     codes = [check.code for check in ALL_CHECKS]
-    assert len(codes) == len(set(codes)) and set(codes) <= set(RULES)
+    assert len(codes) == len(set(codes)) and set(codes) <= set(rule_catalog())
 
 
 def test_runtime_findings_are_linter_findings_worded_by_their_rule(tmp_path):
     from amplint.model import Finding
-    from amplint.rules import RULES
+    from amplint.rules.catalog import rule_catalog
 
     path = write(tmp_path, """
         with torch.autocast("cpu", dtype=torch.float16):
@@ -226,4 +226,4 @@ def test_runtime_findings_are_linter_findings_worded_by_their_rule(tmp_path):
     [finding] = run_verify(path, args=[], steps=3, baseline="none").findings
     assert isinstance(finding, Finding)
     assert finding.code == "AMP002" and finding.location.row == 14
-    assert finding.message.startswith(RULES["AMP002"].summary + ": backward() ran while autocast was enabled")
+    assert finding.message.startswith(rule_catalog()["AMP002"].summary + ": backward() ran while autocast was enabled")

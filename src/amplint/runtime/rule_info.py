@@ -1,8 +1,5 @@
-"""The one place the runtime reads rule metadata (code -> name and summary) from the registry.
-
-Imported lazily: the registry loads every rule module, which the runtime needs only once a
-finding is made.
-"""
+"""The one place the runtime reads rule metadata (code -> name and summary): the rule catalog,
+which reads it from the rule files without importing them (or libcst)."""
 
 from __future__ import annotations
 
@@ -19,7 +16,7 @@ class RuleInfo:
 
 @lru_cache(maxsize=None)
 def rule_info(code: str) -> RuleInfo:
-    from amplint.rules import RULES
+    from amplint.rules.catalog import rule_catalog
 
-    rule = RULES[code]
+    rule = rule_catalog()[code]
     return RuleInfo(rule.code, rule.name, rule.summary)
