@@ -23,17 +23,20 @@ from amplint.amp.devices import DeviceFacts
 from amplint.amp.events import EventFacts
 from amplint.amp.models import ModelFacts
 from amplint.amp.optimizers import OptimizerFacts
+from amplint.amp.scaler_presence import ScalerPresence
 from amplint.amp.scalers import ScalerFacts
 from amplint.amp.torchscript import ScriptFacts
 from amplint.amp.training import TrainingFacts
+from amplint.semantic.call_index import CallIndex
 from amplint.semantic.identity import IdentityQueries
 from amplint.semantic.model import SemanticModel
 from amplint.semantic.statements import StatementQueries
+from amplint.semantic.values import ValueQueries
 
 
 class FileFacts(SemanticModel, AutocastFacts, ScalerFacts, OptimizerFacts, EventFacts, TrainingFacts, ModelFacts,
                 CompatFacts, StatementQueries, IdentityQueries, CastFacts, CheckpointFacts, DeviceFacts,
-                ScriptFacts):
+                ScriptFacts, ValueQueries, CallIndex, ScalerPresence):
     def __init__(self, module: cst.Module, positions: dict[cst.CSTNode, CodeRange], path: str, settings=None):
         self.settings = settings
         super().__init__(module, positions, path)
