@@ -79,11 +79,16 @@ class ValueQueries:
             return []
         return found
 
-    def assigned_alternatives(self, key: str, scope: Scope, **walk) -> list[tuple[Assignment, cst.BaseExpression]]:
+    def assigned_alternatives(self, key: str, scope: Scope, **walk) -> list[tuple[Assignment, cst.BaseExpression | None]]:
         """Each value ``key`` may hold where ``scope`` reads it, with the assignment it comes
         from: the :func:`alternatives` (``walk`` are its options) of each of its
-        :meth:`sole_assignments`, in source order."""
-        return [(a, leaf) for a in self.sole_assignments(key, scope) for leaf in alternatives(a.value, **walk)]
+        :meth:`sole_assignments`, in source order. An assignment whose value is not known
+        (unpacking, augmented assignment) comes with ``None``."""
+        out: list[tuple[Assignment, cst.BaseExpression | None]] = []
+        for assignment in self.sole_assignments(key, scope):
+            leaves: list[cst.BaseExpression | None] = list(alternatives(assignment.value, **walk)) or [None]
+            out.extend((assignment, leaf) for leaf in leaves)
+        return out
 
     @cached_property
     def _construction_targets(self) -> dict[str, list[str | None]]:
