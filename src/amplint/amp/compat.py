@@ -80,13 +80,13 @@ class CompatFacts:
         """
         return [
             (ref, qualname)
-            for ref, qualname in self.references_to(lambda q: q in DEPRECATED_API)  # type: ignore[attr-defined]
+            for ref, qualname in self.references_to(lambda q: q in DEPRECATED_API)
             if not self.is_compat_fallback(ref.node, ref.ctx, NEW_API.__contains__)
         ]
 
     def torch_too_old_for(self, minimum: tuple[int, int] | None) -> str | None:
         """Why the configured ``target-torch`` cannot use an API added in ``minimum``; ``None`` when it can."""
-        target = getattr(self.settings, "target_torch", None)  # type: ignore[attr-defined]
+        target = getattr(self.settings, "target_torch", None)
         if minimum is not None and target is not None and target < minimum:
             return f"the replacement needs torch >= {minimum[0]}.{minimum[1]} (target-torch is {target[0]}.{target[1]})"
         return None

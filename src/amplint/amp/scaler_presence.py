@@ -16,10 +16,10 @@ class ScalerPresence:
     def scaler_in_use_at(self, scope: Scope, order: int) -> str | None:
         """The scaler (by key) that scales a backward or unscales before statement ``order`` of
         ``scope``, or steps after it, unless every construction of it is ``enabled=False``."""
-        for event in self.events_by_scope.get(scope, []):  # type: ignore[attr-defined]
+        for event in self.events_by_scope.get(scope, []):
             if event.kind not in (*_SCALED_BEFORE, *_STEPS_AFTER):
                 continue
-            info = self.scalers.get(event.scaler or "")  # type: ignore[attr-defined]
+            info = self.scalers.get(event.scaler or "")
             if info is None or info.provably_disabled:
                 continue
             if (event.order < order and event.kind in _SCALED_BEFORE) or (event.order > order and event.kind in _STEPS_AFTER):
@@ -32,10 +32,10 @@ class ScalerPresence:
         scaler = self.scaler_in_use_at(site.ctx.scope, site.ctx.order)
         if scaler is not None:
             return scaler
-        function = self.function_of(site.ctx.scope)  # type: ignore[attr-defined]
+        function = self.function_of(site.ctx.scope)
         if function is None:
             return None
-        for caller in self.callers_of(function):  # type: ignore[attr-defined]
+        for caller in self.callers_of(function):
             if caller.ctx.scope is not site.ctx.scope:
                 scaler = self.scaler_in_use_at(caller.ctx.scope, caller.ctx.order)
                 if scaler is not None:

@@ -16,11 +16,11 @@ class ImportUses:
     @cached_property
     def _references_by_import(self) -> dict[int, list[Reference]]:
         out: dict[int, list[Reference]] = {}
-        bound = self.import_bound_names  # type: ignore[attr-defined]
+        bound = self.import_bound_names
         for ref in self.references:
             if ref.parts[0] not in bound:
                 continue
-            binding = self.import_binding(ref.parts[0], ref.ctx.scope)  # type: ignore[attr-defined]
+            binding = self.import_binding(ref.parts[0], ref.ctx.scope)
             if binding is not None:
                 out.setdefault(id(binding[0]), []).append(ref)
         return out

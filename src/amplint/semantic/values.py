@@ -69,7 +69,7 @@ class ValueQueries:
         other dotted key has none.
         """
         if key.startswith("self."):
-            return self.assignments_to(key, scope) if key.count(".") == 1 else []  # type: ignore[attr-defined]
+            return self.assignments_to(key, scope) if key.count(".") == 1 else []
         if "." in key:
             return []
         owner = scope if scope.kind == "function" and key in scope.bindings else self.scopes[0]
@@ -95,7 +95,7 @@ class ValueQueries:
         out: dict[str, list[str | None]] = {}
         for assignment in self.assignments:
             value = assignment.value
-            site = self.call_site(value) if isinstance(value, cst.Call) else None  # type: ignore[attr-defined]
+            site = self.call_site(value) if isinstance(value, cst.Call) else None
             for target in assignment.targets:
                 out.setdefault(target, []).append(site.qualname if site is not None else None)
         return out
@@ -111,11 +111,11 @@ class ValueQueries:
         (``nn.BCELoss()(p, y)``); in source order."""
         instances = self.names_built_by(classes)
         out = []
-        for site in self.calls:  # type: ignore[attr-defined]
+        for site in self.calls:
             if site.func_text is not None and site.func_text in instances:
                 out.append(site)
             elif isinstance(site.node.func, cst.Call):
-                inner = self.call_site(site.node.func)  # type: ignore[attr-defined]
+                inner = self.call_site(site.node.func)
                 if inner is not None and inner.qualname in classes:
                     out.append(site)
         return out
