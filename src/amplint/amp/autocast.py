@@ -61,6 +61,32 @@ class AutocastCall:
         return self.site.node
 
 
+@dataclass(eq=False)
+class AutocastReach:
+    """How a call comes to run under an autocast region (see :meth:`AutocastFacts.cuda_autocast_reaching`)."""
+
+    region: AutocastRegion
+    caller: CallSite | None = None  # the call of the same-file helper holding it, when not lexical
+
+
+def device_type_of(text: str) -> str | None:
+    """``"cuda:0"`` -> ``"cuda"``; ``None`` unless the text is a plain ``type[:index]`` device."""
+    kind, sep, index = text.partition(":")
+    if not kind.isidentifier():
+        return None
+    if sep and not index.strip().isdigit():
+        return None
+    return kind
+
+
+def indexed_fstring_device_type(node: cst.FormattedString) -> str | None:
+    """``"cuda"`` for ``f"cuda:{rank}"``: a literal type, a colon, then the index expression."""
+    if not node.parts or not isinstance(node.parts[0], cst.FormattedStringText):
+        return None
+    kind, sep, rest = node.parts[0].value.partition(":")
+    if not sep or rest or len(node.parts) < 2 or not kind.isidentifier():
+        return None
+    return kind
 
 
 class AutocastFacts:
@@ -276,3 +302,39 @@ class AutocastFacts:
                     active.append(region)
             return active
         return regions
+
+    def innermost_cuda_autocast(self, ctx: Context) -> AutocastRegion | None:
+        """The innermost enabled, resolved CUDA autocast region lexically around ``ctx``.
+
+        ``None`` under an ``autocast(enabled=False)`` that nothing enabled re-opens.
+        """
+        active = self.enclosing_autocast(ctx)
+        if not active and any(r.enabled is False for r in self.enclosing_autocast(ctx, enabled_only=False)):
+            return None
+        for region in reversed(active):
+            if region.resolved and region.device == "cuda":
+                return region
+        return None
+
+    def cuda_autocast_reaching(self, site: CallSite) -> AutocastReach | None:
+        """The CUDA autocast region ``site`` runs under: lexically, or through the same-file
+        function holding it when another scope calls that function inside such a region.
+
+        A function that opens a ``with`` or an autocast region around the call manages autocast
+        itself, so its callers are not asked.
+        """
+        region = self.innermost_cuda_autocast(site.ctx)
+        if region is not None:
+            return AutocastReach(region)
+        if site.ctx.withs or self.enclosing_autocast(site.ctx, enabled_only=False):
+            return None
+        function = self.function_of(site.ctx.scope)
+        if function is None:
+            return None
+        for caller in self.callers_of(function):
+            if caller.ctx.scope is site.ctx.scope:
+                continue
+            region = self.innermost_cuda_autocast(caller.ctx)
+            if region is not None:
+                return AutocastReach(region, caller)
+        return None

@@ -1,14 +1,95 @@
-"""Compatibility fallbacks: code that runs only where a newer API is missing."""
+"""The deprecated AMP API, its replacements, and compatibility fallbacks (code that runs only
+where a newer API is missing)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from functools import cached_property
+
 import libcst as cst
 
-from amplint.semantic.records import Context
+from amplint.amp import catalogue as API
+from amplint.semantic.records import Context, Reference
+
+
+@dataclass(frozen=True)
+class Replacement:
+    """What a deprecated name becomes (see ``AMP-FACTS.md``)."""
+
+    device: str  # the device type the old name hard-coded
+    member: str  # ``torch.amp.<member>``, or ``torch.<member>`` for a legacy function
+    minimum_torch: tuple[int, int] | None  # the first torch release that has the replacement
+    legacy_function: bool = False  # a ``torch.*`` function, not a ``torch.cuda/cpu.amp`` member
+
+    @property
+    def spelling(self) -> str:
+        """The replacement as a user would write it, for messages."""
+        if self.legacy_function:
+            value = {"set_autocast_dtype": ", dtype", "set_autocast_enabled": ", enabled"}.get(self.member, "")
+            return f'torch.{self.member}("{self.device}"{value})'
+        if self.member in ("custom_fwd", "custom_bwd"):
+            return f'torch.amp.{self.member}(device_type="{self.device}")'
+        return f'torch.amp.{self.member}("{self.device}", ...)'
+
+
+# canonical deprecated name -> its replacement
+DEPRECATED_API = {
+    "torch.cuda.amp.autocast": Replacement("cuda", "autocast", None),
+    "torch.cpu.amp.autocast": Replacement("cpu", "autocast", None),
+    "torch.cuda.amp.GradScaler": Replacement("cuda", "GradScaler", (2, 3)),
+    "torch.cpu.amp.GradScaler": Replacement("cpu", "GradScaler", (2, 3)),
+    "torch.cuda.amp.custom_fwd": Replacement("cuda", "custom_fwd", (2, 4)),
+    "torch.cuda.amp.custom_bwd": Replacement("cuda", "custom_bwd", (2, 4)),
+    "torch.get_autocast_gpu_dtype": Replacement("cuda", "get_autocast_dtype", (2, 4), legacy_function=True),
+    "torch.set_autocast_gpu_dtype": Replacement("cuda", "set_autocast_dtype", (2, 4), legacy_function=True),
+    "torch.get_autocast_cpu_dtype": Replacement("cpu", "get_autocast_dtype", (2, 4), legacy_function=True),
+    "torch.set_autocast_cpu_dtype": Replacement("cpu", "set_autocast_dtype", (2, 4), legacy_function=True),
+    "torch.is_autocast_cpu_enabled": Replacement("cpu", "is_autocast_enabled", (2, 4), legacy_function=True),
+    "torch.set_autocast_cpu_enabled": Replacement("cpu", "set_autocast_enabled", (2, 4), legacy_function=True),
+}
+# The positional parameters of the old autocast classes, in order.
+OLD_AUTOCAST_PARAMETERS = ("enabled", "dtype", "cache_enabled")
+NEW_API = frozenset(
+    {"torch.amp.autocast", "torch.amp.GradScaler", "torch.amp.custom_fwd", "torch.amp.custom_bwd",
+     "torch.get_autocast_dtype", "torch.set_autocast_dtype", "torch.set_autocast_enabled", "torch.is_autocast_enabled"}
+)
+_DEPRECATED_MODULES = ("torch.cuda.amp", "torch.cpu.amp")
+
+
+def torch_amp_location(dotted_name: str) -> str | None:
+    """Where an imported deprecated module or member lives now: ``torch.cuda.amp.autocast_mode.autocast``
+    -> ``torch.amp.autocast``, ``torch.cuda.amp`` -> ``torch.amp``; ``None`` for anything else."""
+    canonical = API.canonical(dotted_name)
+    replacement = DEPRECATED_API.get(canonical)
+    if replacement is not None and not replacement.legacy_function:
+        return f"torch.amp.{replacement.member}"
+    if canonical in _DEPRECATED_MODULES:
+        return "torch.amp"
+    return None
 
 
 class CompatFacts:
     """Mixed into :class:`~amplint.amp.facts.FileFacts`."""
+
+    @cached_property
+    def deprecated_api_uses(self) -> list[tuple[Reference, str]]:
+        """References to a name of :data:`DEPRECATED_API`, with its canonical name, in source order.
+
+        Code that already prefers the new API and keeps the old name for old torch (see
+        :meth:`is_compat_fallback`) is right and left out.
+        """
+        return [
+            (ref, qualname)
+            for ref, qualname in self.references_to(lambda q: q in DEPRECATED_API)
+            if not self.is_compat_fallback(ref.node, ref.ctx, NEW_API.__contains__)
+        ]
+
+    def torch_too_old_for(self, minimum: tuple[int, int] | None) -> str | None:
+        """Why the configured ``target-torch`` cannot use an API added in ``minimum``; ``None`` when it can."""
+        target = getattr(self.settings, "target_torch", None)
+        if minimum is not None and target is not None and target < minimum:
+            return f"the replacement needs torch >= {minimum[0]}.{minimum[1]} (target-torch is {target[0]}.{target[1]})"
+        return None
 
     def _mentions(self, node: cst.CSTNode | None, predicate) -> bool:
         if node is None:

@@ -171,3 +171,10 @@ def remove_statement(model, stmt: cst.CSTNode):
     if block is not None and len(block[1]) > 1:
         return cst.RemovalSentinel.REMOVE
     return stmt.with_changes(body=[cst.Pass()])
+
+
+def string_literal_like(like: cst.SimpleString, value: str) -> cst.SimpleString:
+    """``value`` as a string literal in the quote character of ``like`` (double quotes for
+    triple-quoted or prefixed literals)."""
+    quote = like.quote if like.quote in ("'", '"') else '"'
+    return cst.SimpleString(f"{quote}{value}{quote}")

@@ -1,17 +1,15 @@
 from __future__ import annotations
 
+from textwrap import dedent
 from typing import Iterator
 
-import libcst as cst
-
-from amplint.amp import AutocastRegion
-from amplint.semantic import CallSite, Context
 from amplint.fix import NoFix
 from amplint.model import FixSafety
 from amplint.rules.base import Invalid, Rule, Violation
 
 _BCE_FUNCTIONS = frozenset({"torch.nn.functional.binary_cross_entropy"})
 _BCE_CLASSES = frozenset({"torch.nn.BCELoss", "torch.nn.modules.BCELoss", "torch.nn.modules.loss.BCELoss"})
+_LOGITS_VARIANT = {"F.binary_cross_entropy": "binary_cross_entropy_with_logits", "BCELoss": "BCEWithLogitsLoss"}
 
 
 class BceUnderAutocast(Rule):
@@ -76,83 +74,78 @@ class BceUnderAutocast(Rule):
     focus_tokens = ("binary_cross_entropy", "BCELoss")
 
     valid = (
-        "import torch\nimport torch.nn.functional as F\nwith torch.autocast('cpu'):\n    loss = F.binary_cross_entropy(p, y)\n",
-        "import torch\nimport torch.nn.functional as F\nwith torch.autocast('cuda'):\n    z = model(x)\n"
-        "with torch.autocast('cuda', enabled=False):\n    loss = F.binary_cross_entropy(torch.sigmoid(z.float()), y)\n",
-        "import torch\nimport torch.nn.functional as F\ndef f(device, p, y):\n    with torch.autocast(device):\n"
-        "        return F.binary_cross_entropy(p, y)\n",
-        "import torch\nwith torch.autocast('cuda'):\n    loss = torch.nn.BCEWithLogitsLoss()(z, y)\n",
+        dedent("""\
+            import torch
+            import torch.nn.functional as F
+            with torch.autocast('cpu'):
+                loss = F.binary_cross_entropy(p, y)
+        """),
+        dedent("""\
+            import torch
+            import torch.nn.functional as F
+            with torch.autocast('cuda'):
+                z = model(x)
+            with torch.autocast('cuda', enabled=False):
+                loss = F.binary_cross_entropy(torch.sigmoid(z.float()), y)
+        """),
+        dedent("""\
+            import torch
+            import torch.nn.functional as F
+            def f(device, p, y):
+                with torch.autocast(device):
+                    return F.binary_cross_entropy(p, y)
+        """),
+        dedent("""\
+            import torch
+            with torch.autocast('cuda'):
+                loss = torch.nn.BCEWithLogitsLoss()(z, y)
+        """),
     )
     invalid = (
-        Invalid("import torch\nimport torch.nn.functional as F\nwith torch.autocast('cuda'):\n    loss = F.binary_cross_entropy(p, y)\n"),
         Invalid(
-            "import torch\nfrom torch import nn\ncriterion = nn.BCELoss()\nwith torch.cuda.amp.autocast():\n"
-            "    loss = criterion(torch.sigmoid(model(x)), y)\n"
+            dedent("""\
+                import torch
+                import torch.nn.functional as F
+                with torch.autocast('cuda'):
+                    loss = F.binary_cross_entropy(p, y)
+            """),
         ),
-        Invalid("import torch\nwith torch.autocast(device_type='cuda'):\n    loss = torch.nn.BCELoss()(p, y)\n"),
+        Invalid(
+            dedent("""\
+                import torch
+                from torch import nn
+                criterion = nn.BCELoss()
+                with torch.cuda.amp.autocast():
+                    loss = criterion(torch.sigmoid(model(x)), y)
+            """),
+        ),
+        Invalid(
+            dedent("""\
+                import torch
+                with torch.autocast(device_type='cuda'):
+                    loss = torch.nn.BCELoss()(p, y)
+            """),
+        ),
     )
 
     def check(self) -> Iterator[Violation]:
         facts = self.facts
-        instances = self._bce_instances()
-        uses: list[tuple[CallSite, str]] = []
-        for site in facts.calls:
-            if site.qualname in _BCE_FUNCTIONS:
-                uses.append((site, "F.binary_cross_entropy"))
-            elif site.func_text is not None and site.func_text in instances:
-                uses.append((site, "BCELoss"))
-            elif isinstance(site.node.func, cst.Call):
-                inner = facts.call_site(site.node.func)
-                if inner is not None and inner.qualname in _BCE_CLASSES:
-                    uses.append((site, "BCELoss"))
+        uses = [(site, "F.binary_cross_entropy") for site in facts.calls_to(_BCE_FUNCTIONS)]
+        uses += [(site, "BCELoss") for site in facts.instance_calls(_BCE_CLASSES) if site.qualname not in _BCE_FUNCTIONS]
         for site, kind in uses:
-            reason = self._under_cuda_autocast(site)
-            if reason is None:
+            better = _LOGITS_VARIANT[kind]
+            reach = facts.cuda_autocast_reaching(site)
+            if reach is None:
                 continue
-            better = "binary_cross_entropy_with_logits" if kind != "BCELoss" else "BCEWithLogitsLoss"
+            if reach.caller is None:
+                reason = f"autocast region on line {facts.position(reach.region.node).start.line}"
+            else:
+                function = facts.function_of(site.ctx.scope)
+                line = facts.position(reach.caller.node).start.line
+                reason = f"`{function.node.name.value}` is called under CUDA autocast on line {line}"
             yield self.violation(
                 site.node,
                 f"`{kind}` raises under CUDA autocast ({reason}): it is unsafe to autocast; use "
                 f"`{better}` on the logits (drop the sigmoid) instead",
                 fix=NoFix(f"switching to `{better}` also removes the sigmoid before it"),
             )
-
-    def _bce_instances(self) -> set[str]:
-        """Names (``criterion`` / ``self.bce``) every assignment of which builds a ``BCELoss``."""
-        facts = self.facts
-        candidates: dict[str, bool] = {}
-        for assignment in facts.assignments:
-            for target in assignment.targets:
-                value = assignment.value
-                site = facts.call_site(value) if isinstance(value, cst.Call) else None
-                is_bce = site is not None and site.qualname in _BCE_CLASSES
-                candidates[target] = candidates.get(target, True) and is_bce
-        return {target for target, ok in candidates.items() if ok}
-
-    # -- is the call under CUDA autocast?
-    def _cuda_region(self, ctx: Context) -> AutocastRegion | None:
-        if any(r.enabled is False for r in self.facts.enclosing_autocast(ctx, enabled_only=False)) and not self.facts.enclosing_autocast(ctx):
-            return None
-        for region in reversed(self.facts.enclosing_autocast(ctx)):
-            if region.resolved and region.device == "cuda":
-                return region
-        return None
-
-    def _under_cuda_autocast(self, site: CallSite) -> str | None:
-        facts = self.facts
-        region = self._cuda_region(site.ctx)
-        if region is not None:
-            return f"autocast region on line {facts.position(region.node).start.line}"
-        # A same-file helper whose body holds the call, called from a CUDA region.
-        if site.ctx.withs or facts.enclosing_autocast(site.ctx, enabled_only=False):
-            return None  # the helper manages autocast itself
-        function = facts.function_of(site.ctx.scope)
-        if function is None:
-            return None
-        for caller in facts.calls:
-            if caller.ctx.scope is site.ctx.scope:
-                continue
-            if function in facts.called_functions(caller) and self._cuda_region(caller.ctx) is not None:
-                line = facts.position(caller.node).start.line
-                return f"`{function.node.name.value}` is called under CUDA autocast on line {line}"
-        return None

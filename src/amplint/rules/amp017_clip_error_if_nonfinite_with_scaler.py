@@ -1,19 +1,17 @@
 from __future__ import annotations
 
+from textwrap import dedent
 from typing import Iterator
 
 import libcst as cst
 
 from amplint.fix import edits as E
 from amplint.semantic import syntax as S
-from amplint.amp import Event, EventKind
-from amplint.semantic import Scope
 from amplint.fix import Fix, NoFix
 from amplint.model import FixSafety
 from amplint.rules.base import SCALER_TRIGGERS, Invalid, Rule, Violation
 
 _CLIP_NORM = frozenset({"torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad_norm"})
-_SCALER_KINDS = (EventKind.SCALE_BACKWARD, EventKind.UNSCALE, EventKind.SCALER_STEP)
 
 
 class ClipErrorIfNonfiniteWithScaler(Rule):
@@ -77,52 +75,82 @@ class ClipErrorIfNonfiniteWithScaler(Rule):
     triggers = SCALER_TRIGGERS
 
     valid = (
-        "import torch\ndef step(model, opt, loss):\n    loss.backward()\n"
-        "    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, error_if_nonfinite=True)\n    opt.step()\n",
-        "import torch\ndef step(model, opt, scaler, loss):\n    scaler.scale(loss).backward()\n    scaler.unscale_(opt)\n"
-        "    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, error_if_nonfinite=False)\n"
-        "    scaler.step(opt)\n    scaler.update()\n",
-        "import torch\nscaler = torch.amp.GradScaler('cuda', enabled=False)\ndef step(model, opt, loss):\n"
-        "    scaler.scale(loss).backward()\n    scaler.unscale_(opt)\n"
-        "    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, error_if_nonfinite=True)\n"
-        "    scaler.step(opt)\n    scaler.update()\n",
+        dedent("""\
+            import torch
+            def step(model, opt, loss):
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, error_if_nonfinite=True)
+                opt.step()
+        """),
+        dedent("""\
+            import torch
+            def step(model, opt, scaler, loss):
+                scaler.scale(loss).backward()
+                scaler.unscale_(opt)
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, error_if_nonfinite=False)
+                scaler.step(opt)
+                scaler.update()
+        """),
+        dedent("""\
+            import torch
+            scaler = torch.amp.GradScaler('cuda', enabled=False)
+            def step(model, opt, loss):
+                scaler.scale(loss).backward()
+                scaler.unscale_(opt)
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, error_if_nonfinite=True)
+                scaler.step(opt)
+                scaler.update()
+        """),
     )
     invalid = (
         Invalid(
-            "import torch\ndef step(model, opt, scaler, loss):\n    scaler.scale(loss).backward()\n    scaler.unscale_(opt)\n"
-            "    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, error_if_nonfinite=True)\n"
-            "    scaler.step(opt)\n    scaler.update()\n",
-            fixed="import torch\ndef step(model, opt, scaler, loss):\n    scaler.scale(loss).backward()\n    scaler.unscale_(opt)\n"
-            "    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
-            "    scaler.step(opt)\n    scaler.update()\n",
+            dedent("""\
+                import torch
+                def step(model, opt, scaler, loss):
+                    scaler.scale(loss).backward()
+                    scaler.unscale_(opt)
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, error_if_nonfinite=True)
+                    scaler.step(opt)
+                    scaler.update()
+            """),
+            fixed=dedent("""\
+                import torch
+                def step(model, opt, scaler, loss):
+                    scaler.scale(loss).backward()
+                    scaler.unscale_(opt)
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                    scaler.step(opt)
+                    scaler.update()
+            """),
         ),
         Invalid(
-            "from torch.nn.utils import clip_grad_norm_\ndef step(model, opt, scaler, loss):\n"
-            "    scaler.scale(loss).backward()\n    scaler.unscale_(opt)\n"
-            "    clip_grad_norm_(model.parameters(), 1.0, 2.0, True)\n    scaler.step(opt)\n    scaler.update()\n",
-            fixed="from torch.nn.utils import clip_grad_norm_\ndef step(model, opt, scaler, loss):\n"
-            "    scaler.scale(loss).backward()\n    scaler.unscale_(opt)\n"
-            "    clip_grad_norm_(model.parameters(), 1.0, 2.0)\n    scaler.step(opt)\n    scaler.update()\n",
+            dedent("""\
+                from torch.nn.utils import clip_grad_norm_
+                def step(model, opt, scaler, loss):
+                    scaler.scale(loss).backward()
+                    scaler.unscale_(opt)
+                    clip_grad_norm_(model.parameters(), 1.0, 2.0, True)
+                    scaler.step(opt)
+                    scaler.update()
+            """),
+            fixed=dedent("""\
+                from torch.nn.utils import clip_grad_norm_
+                def step(model, opt, scaler, loss):
+                    scaler.scale(loss).backward()
+                    scaler.unscale_(opt)
+                    clip_grad_norm_(model.parameters(), 1.0, 2.0)
+                    scaler.step(opt)
+                    scaler.update()
+            """),
         ),
     )
 
     def check(self) -> Iterator[Violation]:
-        facts = self.facts
-        for site in facts.calls:
-            if site.qualname not in _CLIP_NORM:
-                continue
+        for site in self.facts.calls_to(_CLIP_NORM):
             arg = self._error_if_nonfinite_true(site.node)
             if arg is None:
                 continue
-            scaler = self._scaler_around(site.ctx.scope, site.ctx.order)
-            if scaler is None:
-                function = facts.function_of(site.ctx.scope)
-                if function is not None:
-                    for caller in facts.calls:
-                        if caller.ctx.scope is not site.ctx.scope and function in facts.called_functions(caller):
-                            scaler = self._scaler_around(caller.ctx.scope, caller.ctx.order)
-                            if scaler is not None:
-                                break
+            scaler = self.facts.scaler_in_use_around(site)
             if scaler is None:
                 continue
             message = (
@@ -143,19 +171,3 @@ class ClipErrorIfNonfiniteWithScaler(Rule):
         if arg is not None and S.bool_value(arg.value) is True:
             return arg
         return None
-
-    def _scaler_around(self, scope: Scope, order: int) -> str | None:
-        """An enabled-or-unknown scaler used around ``order`` in ``scope``: scaled backward or
-        ``unscale_`` before it, or ``scaler.step`` after it."""
-        for event in self.facts.events_by_scope.get(scope, []):
-            if event.kind not in _SCALER_KINDS or not self._enabled(event):
-                continue
-            before = event.order < order and event.kind in (EventKind.SCALE_BACKWARD, EventKind.UNSCALE)
-            after = event.order > order and event.kind == EventKind.SCALER_STEP
-            if before or after:
-                return event.scaler
-        return None
-
-    def _enabled(self, event: Event) -> bool:
-        info = self.facts.scalers.get(event.scaler or "")
-        return info is not None and not info.provably_disabled

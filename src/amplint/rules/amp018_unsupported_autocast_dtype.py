@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from textwrap import dedent
 from typing import Iterator
 
 from amplint.fix import NoFix
@@ -65,17 +66,65 @@ class UnsupportedAutocastDtype(Rule):
     triggers = ("autocast",)
 
     valid = (
-        "import torch\nwith torch.autocast('cuda', dtype=torch.bfloat16):\n    pass\n",
-        "import torch\nwith torch.autocast('cpu', dtype=torch.float32, enabled=False):\n    pass\n",
-        "import torch\nwith torch.cpu.amp.autocast(dtype=torch.float16):\n    pass\n",
-        "import torch\ndef f(dtype):\n    with torch.autocast('cuda', dtype=dtype):\n        pass\n",
-        "import numpy as np\nimport torch\nwith torch.autocast('cuda', dtype=np.float32):\n    pass\n",
+        dedent("""\
+            import torch
+            with torch.autocast('cuda', dtype=torch.bfloat16):
+                pass
+        """),
+        dedent("""\
+            import torch
+            with torch.autocast('cpu', dtype=torch.float32, enabled=False):
+                pass
+        """),
+        dedent("""\
+            import torch
+            with torch.cpu.amp.autocast(dtype=torch.float16):
+                pass
+        """),
+        dedent("""\
+            import torch
+            def f(dtype):
+                with torch.autocast('cuda', dtype=dtype):
+                    pass
+        """),
+        dedent("""\
+            import numpy as np
+            import torch
+            with torch.autocast('cuda', dtype=np.float32):
+                pass
+        """),
     )
     invalid = (
-        Invalid("import torch\nwith torch.autocast('cuda', dtype=torch.float32):\n    pass\n"),
-        Invalid("import torch\nwith torch.autocast('cpu', torch.double):\n    pass\n"),
-        Invalid("import torch\nfrom torch.cuda.amp import autocast\n@autocast(True, torch.float32)\ndef f():\n    pass\n"),
-        Invalid("import functools\nimport torch\nctx = functools.partial(torch.autocast, 'cuda', dtype=torch.float64)\n"),
+        Invalid(
+            dedent("""\
+                import torch
+                with torch.autocast('cuda', dtype=torch.float32):
+                    pass
+            """),
+        ),
+        Invalid(
+            dedent("""\
+                import torch
+                with torch.autocast('cpu', torch.double):
+                    pass
+            """),
+        ),
+        Invalid(
+            dedent("""\
+                import torch
+                from torch.cuda.amp import autocast
+                @autocast(True, torch.float32)
+                def f():
+                    pass
+            """),
+        ),
+        Invalid(
+            dedent("""\
+                import functools
+                import torch
+                ctx = functools.partial(torch.autocast, 'cuda', dtype=torch.float64)
+            """),
+        ),
     )
 
     def check(self) -> Iterator[Violation]:
