@@ -88,7 +88,7 @@ def _lint_once(text: str, filename: str, settings: Settings, codes: frozenset[st
         # Python's verdict wins: code libcst accepts but this Python rejects is not linted or fixed.
         result.findings.append(_python_syntax_error(view.error, filename))
         return result
-    if view.tree is not None and (depth := expression_depth(view.tree)) > MAX_EXPRESSION_DEPTH:
+    if view.tree is not None and (depth := expression_depth(view.tree, text)) > MAX_EXPRESSION_DEPTH:
         result.errors.append(FileError(
             filename, f"{filename}: not linted: an expression is nested {depth} levels deep, "
             f"more than amplint's parser handles in reasonable time ({MAX_EXPRESSION_DEPTH})",
@@ -108,6 +108,9 @@ def _lint_once(text: str, filename: str, settings: Settings, codes: frozenset[st
 
             parsed_text = focus_source(text, tokens, view.tree) or text
     result.parsed_text = parsed_text
+    # The ast of a large file is a hundred thousand live objects: kept during the libcst parse,
+    # every garbage collection of the parse's allocations would walk them again.
+    del view
     try:
         module = cst.parse_module(parsed_text)
     except cst.ParserSyntaxError as exc:
