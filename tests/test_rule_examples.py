@@ -13,14 +13,19 @@ from amplint.settings import Settings
 RULES = all_rules()
 
 
+def _selection(rule_code: str) -> Settings:
+    # A rule about other rules' findings (AMP100, unused noqa) needs them enabled too.
+    return Settings(select=(rule_code, *getattr(RULES[rule_code], "examples_also_select", ())))
+
+
 def _codes(code: str, rule_code: str) -> list[str]:
-    result = lint_text(code, "example.py", Settings(select=(rule_code,)))
+    result = lint_text(code, "example.py", _selection(rule_code))
     assert not result.errors, result.errors
     return [f.code for f in result.findings]
 
 
 def _fixed(code: str, rule_code: str, unsafe: bool) -> str:
-    result = lint_text(code, "example.py", Settings(select=(rule_code,)), fix=True, unsafe=unsafe)
+    result = lint_text(code, "example.py", _selection(rule_code), fix=True, unsafe=unsafe)
     return result.source if result.source is not None else code
 
 

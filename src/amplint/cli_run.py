@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from pathlib import Path
 
 import click
@@ -81,10 +82,10 @@ def _show_fixes(changed, settings, mode: str) -> None:
                 click.echo(f"    {count} × {code} ({rule_name(code)})", err=True)
 
 
-def _run_files(paths, settings, config, start, mode, options, quiet, edits):
+def find_files(paths, config, options, report: bool = False, quiet: bool = True):
+    """The files a run checks (``--show-files`` lists them, ``--watch`` polls them)."""
+    from amplint.cli_settings import extension_map
     from amplint.discovery import DEFAULT_EXCLUDE, PatternError, check_pattern, discover
-    from amplint.engine import Job, default_jobs, run_jobs
-    from amplint.model import FileError, FileResult
 
     for option in ("exclude", "extend_exclude"):
         for pattern in options[option]:
@@ -94,14 +95,39 @@ def _run_files(paths, settings, config, start, mode, options, quiet, edits):
                 raise Failure(f"--{option.replace('_', '-')}: {exc}") from None
     exclude = options["exclude"] or (config.exclude if config.exclude is not None else DEFAULT_EXCLUDE)
     extend_exclude = (*config.extend_exclude, *options["extend_exclude"])
+    include = (*config.extend_include, *options["extend_include"], *(f"*.{ext}" for ext in extension_map(config, options)))
     found = discover(paths, exclude, extend_exclude, root=config.root, respect_gitignore=options["respect_gitignore"],
-        force_exclude=options["force_exclude"],
+        force_exclude=options["force_exclude"], extend_include=include,
     )
-    for missing in found.missing:
-        _error(f"no such file or directory: {missing}")
+    if report:
+        for missing in found.missing:
+            _error(f"no such file or directory: {missing}")
     if not quiet:
         for empty in found.empty:
             _warning(f"no Python files found in {empty}")
+    return found
+
+
+def language_of(filename: str, extensions: dict[str, str]) -> str:
+    """python, pyi or ipynb: by ``--extension``/``extension`` first, else by the file's suffix."""
+    suffix = os.path.splitext(filename)[1].lstrip(".")
+    if suffix in extensions:
+        return extensions[suffix]
+    return "ipynb" if suffix == "ipynb" else "pyi" if suffix == "pyi" else "python"
+
+
+def _verbose(message: str) -> None:
+    click.echo(f"amplint: verbose: {_one_line(message)}", err=True)
+
+
+def _run_files(paths, settings, config, start, mode, options, quiet, edits):
+    from amplint.cli_settings import extension_map
+    from amplint.engine import Job, default_jobs, run_jobs
+    from amplint.model import FileError, FileResult
+
+    found = find_files(paths, config, options, report=True, quiet=quiet)
+    verbose = options.get("verbose")
+    extensions = extension_map(config, options)
 
     cache_dir = None
     cache = None
@@ -130,9 +156,16 @@ def _run_files(paths, settings, config, start, mode, options, quiet, edits):
         paths_map[display] = str(path.resolve())
         jobs.append(
             Job(str(path), settings, mode=mode, unsafe=options["unsafe_fixes"], display=display, cache_dir=cache_dir,
-                edits=edits, explicit=os.path.realpath(path) in named)
+                edits=edits, explicit=os.path.realpath(path) in named,
+                notebook=language_of(path.name, extensions) == "ipynb")
         )
-    results = run_jobs(jobs, options["jobs"] or default_jobs())
+    workers = options["jobs"] or default_jobs()
+    if verbose:
+        _verbose(f"{_plural(len(jobs), 'file')} to check with {_plural(workers, 'worker')}; cache: {cache_dir or 'off'}")
+    began = time.perf_counter()
+    results = run_jobs(jobs, workers)
+    if verbose:
+        _verbose(f"checked in {time.perf_counter() - began:.2f}s")
     for message in found.errors:  # reported like an unreadable file: the run goes on
         name = message.split(": ", 1)[0]
         results.append(FileResult(filename=name, errors=[FileError(name, message)]))
@@ -144,13 +177,15 @@ def _run_files(paths, settings, config, start, mode, options, quiet, edits):
     return results, paths_map, len(found.missing)
 
 
-def _run_stdin(settings, mode, options, edits: bool):
+def _run_stdin(settings, mode, options, edits: bool, extensions: dict[str, str]):
     from amplint.engine import lint_text
     from amplint.model import FileError, FileResult
     from amplint.sourcefile import SourceError, decode_source, encode_source
 
     filename = options["stdin_filename"] or "-"
     data = sys.stdin.buffer.read()
+    if language_of(filename, extensions) == "ipynb":
+        return [_stdin_notebook(data, filename, settings, mode, options, edits)]
     try:
         source = decode_source(data, filename)
     except SourceError as exc:
@@ -168,3 +203,20 @@ def _run_stdin(settings, mode, options, edits: bool):
         sys.stdout.buffer.write(encode_source(source, result.source if result.source is not None else source.text))
         sys.stdout.flush()
     return [result]
+
+
+def _stdin_notebook(data: bytes, filename: str, settings, mode: str, options, edits: bool):
+    """A notebook's JSON on stdin; with ``--fix`` the fixed JSON goes to stdout."""
+    from amplint.model import FileError, FileResult
+    from amplint.notebook import lint_notebook
+
+    try:
+        raw = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        result = FileResult(filename=filename, errors=[FileError(filename, f"{filename}: a notebook must be UTF-8 JSON")])
+    else:
+        result = lint_notebook(raw, filename, settings, mode in ("fix", "diff"), options["unsafe_fixes"], edits)
+    if mode == "fix":
+        sys.stdout.buffer.write(result.source.encode("utf-8") if result.source is not None else data)
+        sys.stdout.flush()
+    return result

@@ -23,10 +23,14 @@ MAX_CONFIG_BYTES = 1024 * 1024
 KEYS = (
     "select",
     "ignore",
+    "extend-ignore",
     "extend-select",
+    "unfixable",
     "per-file-ignores",
     "exclude",
     "extend-exclude",
+    "extend-include",
+    "extension",
     "target-torch",
     "output-format",
 )
@@ -48,6 +52,9 @@ class Config:
     target_torch: tuple[int, int] | None = None
     target_torch_text: str | None = field(default=None, compare=False)
     output_format: str | None = None  # None: not set (the CLI's default)
+    unfixable: tuple[str, ...] = ()
+    extend_include: tuple[str, ...] = ()  # globs of more files to find besides *.py, *.pyi, *.ipynb
+    extension: tuple[tuple[str, str], ...] = ()  # (extension without dot, language)
 
     @property
     def root(self) -> Path:
@@ -179,8 +186,14 @@ def parse_table(table: dict[str, Any], label: str, path: Path | None) -> Config:
             hint = f" (did you mean '{close[0]}'?)" if close else ""
             raise ConfigError(f"{label} unknown key '{key}'{hint}")
         where = f"{label} '{key}'"
-        if key in ("select", "ignore", "extend-select"):
+        if key in ("ignore", "extend-ignore"):  # extend-ignore: ruff's older spelling; both add up
+            values["ignore"] = (*values.get("ignore", ()), *_selectors(value, where))
+        elif key in ("select", "extend-select", "unfixable"):
             values[key.replace("-", "_")] = _selectors(value, where)
+        elif key == "extend-include":
+            values["extend_include"] = _include_globs(value, where)
+        elif key == "extension":
+            values["extension"] = _extensions(value, where)
         elif key in ("exclude", "extend-exclude"):
             values[key.replace("-", "_")] = _patterns(value, where)
         elif key == "per-file-ignores":
@@ -202,6 +215,41 @@ def parse_table(table: dict[str, Any], label: str, path: Path | None) -> Config:
             values["output_format"] = _output_format(value, where)
     _check_conflicts(values, label)
     return Config(path=path, **values)
+
+
+def _include_globs(value: Any, where: str) -> tuple[str, ...]:
+    globs = _strings(value, where)
+    for glob in globs:
+        if not glob.strip() or glob.startswith("!"):
+            raise ConfigError(f"{where}: {glob!r} is not a file glob such as \"*.pyw\"")
+    return globs
+
+
+LANGUAGES = ("python", "pyi", "ipynb")
+
+
+def _extensions(value: Any, where: str) -> tuple[tuple[str, str], ...]:
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise ConfigError(f"{where} must be a table of extension = \"python\" | \"pyi\" | \"ipynb\"")
+    return parse_extensions([f"{extension}:{language}" for extension, language in value.items()], where)
+
+
+def parse_extensions(values, where: str) -> tuple[tuple[str, str], ...]:
+    """``EXT:LANG`` mappings (``pyw:python``; comma-separated too), the extension without its dot."""
+    pairs: list[tuple[str, str]] = []
+    for value in values:
+        for item in (part.strip() for part in value.split(",")):
+            extension, sep, language = item.partition(":")
+            extension = extension.strip().lstrip(".")
+            language = language.strip().lower()
+            if not sep or not extension or any(c in extension for c in "/\\*?[ "):
+                raise ConfigError(f"{where}: expected EXT:LANG such as pyw:python, got {item!r}")
+            if language not in LANGUAGES:
+                raise ConfigError(
+                    f"{where}: unknown language {language!r} for .{extension} (expected one of: {', '.join(LANGUAGES)})"
+                )
+            pairs.append((extension, language))
+    return tuple(pairs)
 
 
 def _patterns(value: Any, where: str) -> tuple[str, ...]:

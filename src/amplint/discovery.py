@@ -8,6 +8,7 @@ syntax, relative to the configuration root. A file named explicitly is always li
 from __future__ import annotations
 
 import errno
+import fnmatch
 import os
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -111,9 +112,35 @@ def _gitignore_stack(directory: Path, git_root: Path | None) -> list[IgnoreFile]
     return stack
 
 
+class Includer:
+    """Which files a directory walk picks: ``*.py``, ``*.pyi``, ``*.ipynb`` and the ``extend-include`` globs.
+
+    A glob without a ``/`` matches a file's name at any depth, one with a ``/`` its path from ``root``.
+    """
+
+    def __init__(self, globs: Sequence[str] = (), root: Path | None = None) -> None:
+        self.root = root
+        self.names = tuple(g for g in globs if "/" not in g)
+        self.paths = tuple(g.lstrip("/") for g in globs if "/" in g)
+
+    def __call__(self, path: Path) -> bool:
+        name = path.name
+        if name.endswith(PYTHON_SUFFIXES):
+            return True
+        if any(fnmatch.fnmatchcase(name, glob) for glob in self.names):
+            return True
+        if self.paths and self.root is not None:
+            try:
+                rel = path.relative_to(self.root).as_posix()
+            except ValueError:
+                return False
+            return any(fnmatch.fnmatchcase(rel, glob) for glob in self.paths)
+        return False
+
+
 def _walk(
     directory: Path, stack: list[IgnoreFile], excluder: Excluder, use_gitignore: bool, out: list[Path],
-    errors: list[tuple[Path, OSError]],
+    errors: list[tuple[Path, OSError]], included: Includer,
 ) -> None:
     try:
         with os.scandir(directory) as listing:
@@ -127,10 +154,10 @@ def _walk(
             is_dir = entry.is_dir(follow_symlinks=False)
             is_file = not is_dir and entry.is_file()
         except OSError as exc:  # e.g. a symlink loop
-            if entry.name.endswith(PYTHON_SUFFIXES):
+            if included(path):
                 errors.append((path, exc))
             continue
-        if not is_dir and not (is_file and entry.name.endswith(PYTHON_SUFFIXES)):
+        if not is_dir and not (is_file and included(path)):
             continue
         if excluder.excluded(path, is_dir):
             continue
@@ -142,7 +169,7 @@ def _walk(
                 found = _ignore_file_at(path)
                 if found is not None:
                     child_stack = [*stack, found]
-            _walk(path, child_stack, excluder, use_gitignore, out, errors)
+            _walk(path, child_stack, excluder, use_gitignore, out, errors, included)
         else:
             out.append(path)
 
@@ -154,9 +181,11 @@ def discover(
     root: Path | None = None,
     respect_gitignore: bool = True,
     force_exclude: bool = False,
+    extend_include: Sequence[str] = (),
 ) -> Discovery:
-    """Python files under ``paths``, in a stable order, without duplicates."""
+    """Python files (and ``extend_include`` matches) under ``paths``, in a stable order, without duplicates."""
     root = (root or Path.cwd()).resolve()
+    included = Includer(extend_include, root)
     excluder = Excluder([*exclude, *extend_exclude], root)
     result = Discovery()
     seen: set[Path] = set()
@@ -184,7 +213,7 @@ def discover(
         stack = _gitignore_stack(absolute, git_root)
         found: list[Path] = []
         unreadable: list[tuple[Path, OSError]] = []
-        _walk(absolute, stack, excluder, respect_gitignore, found, unreadable)
+        _walk(absolute, stack, excluder, respect_gitignore, found, unreadable, included)
         for where, exc in unreadable:
             kind = "directory" if where == absolute or where.is_dir() else "file"
             message = f"{_as_given(where, absolute, path)}: cannot read {kind} ({exc.strerror or exc})"

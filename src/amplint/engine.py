@@ -128,6 +128,7 @@ def _lint_once(text: str, filename: str, settings: Settings, codes: frozenset[st
         result.errors.append(FileError(filename, f"{filename}: internal error while reading facts: {type(exc).__name__}: {exc}", internal=True))
         return result
     lines = source_lines(text)
+    suppressed: dict[int, set[str]] = {}  # row -> codes its noqa comment suppressed (for AMP100)
     for rule_class in rules_to_run(text, settings, codes):
         try:
             violations = list(rule_class(facts).check())
@@ -141,6 +142,7 @@ def _lint_once(text: str, filename: str, settings: Settings, codes: frozenset[st
             noqa_row = positions[violation.noqa_node or violation.node].start.line
             line = lines[noqa_row - 1] if 0 < noqa_row <= len(lines) else ""
             if settings.respect_noqa and noqa.is_suppressed(violation.code, line):
+                suppressed.setdefault(noqa_row, set()).add(violation.code)
                 continue
             finding = Finding(
                 code=violation.code,
@@ -153,8 +155,12 @@ def _lint_once(text: str, filename: str, settings: Settings, codes: frozenset[st
                 noqa_row=noqa_row,
             )
             result.findings.append(finding)
-            if violation.fix is not None:
+            if violation.fix is not None and settings.fixable(violation.code):
                 result.fixes.append((finding, violation.fix))
+    if noqa.UNUSED_NOQA_CODE in codes and settings.respect_noqa:
+        from amplint.rules.amp100_unused_noqa import report_unused_noqa
+
+        report_unused_noqa(result, module, positions, lines, suppressed, codes, filename, settings)
     return result
 
 
@@ -226,6 +232,7 @@ class Job:
     # Named on the command line (pre-commit names every file): a syntax error is
     # reported even when the prefilter skips the file, at the cost of a quick compile.
     explicit: bool = False
+    notebook: bool | None = None  # read as a notebook (None: when the name ends in .ipynb)
 
 
 def _skipped(data: bytes, filename: str, explicit: bool) -> FileResult:
@@ -254,7 +261,7 @@ def process_file(job: Job) -> FileResult:
         data = read_bytes(path)
     except SourceError as exc:
         return FileResult(filename=filename, errors=[FileError(filename, str(exc).replace(str(path), filename, 1))])
-    if path.suffix == ".ipynb":
+    if job.notebook if job.notebook is not None else path.suffix == ".ipynb":
         return _process_notebook(job, path, data, filename)
     if not data.isascii() or may_have_findings(data, job.settings, filename):
         try:

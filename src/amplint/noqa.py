@@ -14,6 +14,7 @@ _NOQA = re.compile(
 )
 
 UNSUPPRESSIBLE = frozenset({SYNTAX_ERROR_CODE})
+UNUSED_NOQA_CODE = "AMP100"  # the rule that reports a directive suppressing nothing
 
 
 def suppressed_codes(line: str) -> frozenset[str] | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import fnmatch
 import re
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from pathlib import PurePath
 
 from amplint.model import SYNTAX_ERROR_CODE
@@ -54,10 +55,15 @@ class Settings:
     root: str = "."  # per-file-ignores globs are relative to this
     # False reports findings despite their ``# noqa`` comments (flake8's --disable-noqa).
     respect_noqa: bool = True
+    unfixable: tuple[str, ...] = ()  # rules whose fixes are neither offered nor applied
+
+    def fixable(self, code: str) -> bool:
+        return not self.unfixable or code not in _expanded(self.unfixable)
 
     def validate(self) -> None:
         self.enabled_codes()
         known = known_codes()
+        expand_selectors(self.unfixable, known)
         for _, codes in self.per_file_ignores:
             expand_selectors(codes, known)
 
@@ -84,6 +90,11 @@ class Settings:
         import json
 
         return hashlib.sha256(json.dumps(asdict(self), sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+@lru_cache(maxsize=32)
+def _expanded(selectors: tuple[str, ...]) -> frozenset[str]:
+    return frozenset(expand_selectors(selectors, known_codes()))
 
 
 def known_codes() -> list[str]:

@@ -1,0 +1,189 @@
+"""``amplint check``: lint (or fix) the files, report, and choose the exit status."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from amplint.cli_common import EXIT_ERROR, EXIT_FINDINGS, EXIT_INTERRUPTED, EXIT_OK, Failure, _error, _plural, _warning
+from amplint.cli_options import CONTEXT_SETTINGS, check_options
+from amplint.cli_run import _run_files, _run_stdin, _show_fixes, _summary, _verbose, find_files
+from amplint.cli_settings import extension_map, settings_and_config, show_settings
+
+# Formats that print fix edits, which cost a render per fix to compute.
+EDIT_FORMATS = frozenset({"json", "json-lines", "rdjson"})
+
+
+@click.command("check", context_settings=CONTEXT_SETTINGS, short_help="Lint files and directories (the default command).")
+@check_options
+def check_command(paths, **options) -> None:
+    """Lint PATHS (files or directories; default `.`; `-` reads stdin)."""
+    try:
+        if options["watch"]:
+            from amplint.cli_watch import watch
+
+            code = watch(list(paths), options)
+        else:
+            code = run_check(list(paths), **options)
+    except Failure as exc:
+        _error(str(exc))
+        code = EXIT_ERROR
+    except BrokenPipeError:  # pragma: no cover - `amplint check | head`
+        code = EXIT_ERROR
+    except KeyboardInterrupt:
+        # Here, not in main(): click would turn it into "Aborted!" and exit 1.
+        _error("interrupted")
+        code = EXIT_INTERRUPTED
+    sys.exit(code)
+
+
+def _check_combinations(options: dict, use_stdin: bool) -> None:
+    if options["quiet"] and options["verbose"]:
+        raise Failure("--quiet and --verbose cannot be combined")
+    if options["watch"] and (use_stdin or options["add_noqa"] or options["show_files"] or options["show_settings"]):
+        raise Failure("--watch cannot be combined with stdin, --add-noqa, --show-files or --show-settings")
+    if use_stdin and (options["show_files"] or options["show_settings"]):
+        raise Failure("--show-files and --show-settings list files found on disk and cannot read stdin")
+
+
+def run_check(paths: list[str], **options) -> int:
+    from amplint.report import HUMAN_FORMATS, canonical_format
+
+    fix_only = options["fix_only"]
+    mode = "diff" if options["diff"] else "fix" if options["fix"] or fix_only else "check"
+    settings, config, start = settings_and_config(paths, options)
+    output_format = canonical_format(options["output_format"] or config.output_format or "full")
+    use_stdin = paths == ["-"] or (not paths and options["stdin_filename"] is not None)
+    if "-" in paths and not use_stdin:
+        raise Failure("`-` (stdin) cannot be combined with other paths")
+    _check_combinations(options, use_stdin)
+    human = output_format in HUMAN_FORMATS
+    quiet = options["quiet"]
+    if options["verbose"]:
+        where = "--isolated: no configuration file read" if options["isolated"] else (
+            f"configuration: {config.path}" if config.path is not None else "no configuration file found: defaults")
+        _verbose(f"{where}; {_plural(len(settings.enabled_codes()), 'rule')} enabled")
+
+    if options["show_files"] or options["show_settings"]:
+        from amplint.cli_run import _display
+
+        found = find_files(paths or ["."], config, options, report=True, quiet=True)
+        if options["show_settings"]:
+            show_settings(settings, config, options, found.files, output_format)
+        else:
+            for path in sorted(found.files, key=lambda p: _display(p)):
+                click.echo(_display(path))
+        return EXIT_ERROR if found.missing else EXIT_OK
+    if options["add_noqa"]:
+        return _add_noqa(paths, settings, config, start, options, use_stdin, mode)
+
+    edits = output_format in EDIT_FORMATS and not options["statistics"] and not fix_only
+    if use_stdin:
+        results, paths_map, missing = _run_stdin(settings, mode, options, edits, extension_map(config, options)), {}, 0
+    else:
+        results, paths_map, missing = _run_files(paths or ["."], settings, config, start, mode, options, quiet, edits)
+
+    from amplint.model import Finding
+    from amplint.report import ReportContext, get_reporter, statistics
+
+    results.sort(key=lambda r: r.filename)
+    findings = sorted((f for r in results for f in r.findings), key=Finding.sort_key)
+    context = ReportContext(results, mode, options["unsafe_fixes"], options["show_fixes"], paths_map, output_format)
+
+    internal = False
+    unreadable = 0
+    for result in results:
+        for error in result.errors:
+            if error.warning:
+                _warning(error.message)
+                continue
+            _error(error.message)
+            internal = internal or error.internal
+            unreadable += not error.internal
+    unchecked = sum(1 for result in results if any(not error.warning for error in result.errors))
+
+    fixed = sum(r.fixed_count for r in results)
+    changed = [r for r in results if r.changed]
+    out = sys.stderr if use_stdin and mode == "fix" else sys.stdout
+    if mode == "diff":
+        from amplint.report.diff import render_diffs
+
+        text = render_diffs(changed)
+    else:
+        reporter = get_reporter(output_format)
+        shown = [] if fix_only else findings  # --fix-only reports what it fixed, not what is left
+        if options["statistics"]:
+            text = reporter.render_statistics(statistics(shown, context), context)
+        else:
+            text = reporter.render(shown, context)
+    write_report(text, options["output_file"], out)
+
+    if options["show_fixes"] and mode in ("fix", "diff"):
+        _show_fixes(changed, settings, mode)
+    if human and not quiet:
+        if fix_only and mode == "fix":
+            line = f"Fixed {_plural(fixed, 'error')}." if fixed else "No errors fixed."
+            click.echo(line + (f" {_plural(unchecked, 'file')} could not be checked." if unchecked else ""), err=True)
+        else:
+            click.echo(_summary(mode, findings, fixed, changed, unchecked, missing, context), err=True)
+
+    if internal or missing:
+        return EXIT_ERROR
+    if options["exit_zero"]:
+        return EXIT_OK
+    if mode == "diff":
+        return EXIT_FINDINGS if changed else EXIT_OK
+    if options["exit_non_zero_on_fix"] and changed:
+        return EXIT_FINDINGS
+    if fix_only:
+        return EXIT_FINDINGS if unreadable else EXIT_OK
+    return EXIT_FINDINGS if findings or unreadable else EXIT_OK
+
+
+def write_report(text: str, output_file: str | None, stream) -> None:
+    """The report goes to ``--output-file`` when given (its folder created, like ruff), else to ``stream``."""
+    if output_file is None:
+        if text:
+            stream.write(text)
+        stream.flush()
+        return
+    path = Path(output_file)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "w", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+    except OSError as exc:
+        raise Failure(f"--output-file {output_file}: cannot write ({exc.strerror or exc})") from None
+
+
+def _add_noqa(paths, settings, config, start, options, use_stdin: bool, mode: str) -> int:
+    from amplint.add_noqa import add_noqa_to_files
+    from amplint.model import SYNTAX_ERROR_CODE
+
+    if use_stdin:
+        raise Failure("--add-noqa writes files and cannot read stdin")
+    if mode != "check":
+        raise Failure("--add-noqa cannot be combined with --fix, --fix-only or --diff")
+    results, paths_map, missing = _run_files(
+        paths or ["."], settings, config, start, "check", {**options, "no_cache": True}, options["quiet"], False
+    )
+    outcome = add_noqa_to_files(sorted(results, key=lambda r: r.filename), paths_map)
+    failed = False
+    for result in results:
+        for error in result.errors:
+            _error(error.message)
+            failed = True
+        for finding in result.findings:
+            if finding.code == SYNTAX_ERROR_CODE:
+                _error(f"{finding.filename}:{finding.location.row}:{finding.location.column}: {finding.message} (not suppressible)")
+                failed = True
+    for error in outcome.errors:
+        _error(error.message)
+        failed = True
+    for place in outcome.not_placeable:
+        _warning(f"{place}: no comment can go at the end of this line (inside a string or a continuation); not suppressed")
+    if not options["quiet"]:
+        click.echo(f"Added {_plural(outcome.added, 'noqa directive')}.", err=True)
+    return EXIT_ERROR if missing or failed else EXIT_OK

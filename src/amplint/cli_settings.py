@@ -1,0 +1,129 @@
+"""From ``amplint check``'s flags and the configuration file to the Settings of a run, and
+``--show-settings``, which prints them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from amplint.cli_common import Failure
+
+def _split(values: tuple[str, ...]) -> tuple[str, ...]:
+    out: list[str] = []
+    for value in values:
+        out.extend(part.strip().upper() for part in value.split(",") if part.strip())
+    return tuple(out)
+
+
+def _check_selectors(option: str, selectors: tuple[str, ...]) -> None:
+    from amplint.settings import SelectionError, expand_selectors, known_codes
+
+    try:
+        expand_selectors(selectors, known_codes())
+    except SelectionError as exc:
+        raise Failure(f"{option}: {exc}") from None
+
+
+def parse_extensions(values) -> tuple[tuple[str, str], ...]:
+    from amplint.config import ConfigError, parse_extensions as parse
+
+    try:
+        return parse(values, "--extension")
+    except ConfigError as exc:
+        raise Failure(str(exc)) from None
+
+
+def resolve_run_config(paths: list[str], options: dict):
+    """The configuration of the run and the path it is searched from (``--isolated``: defaults)."""
+    from amplint.config import Config, ConfigError, resolve_config
+
+    if paths and paths[0] != "-":
+        start = Path(paths[0])
+    elif options["stdin_filename"]:
+        start = Path(options["stdin_filename"])
+    else:
+        start = Path.cwd()
+    if options["isolated"]:
+        if options["config_path"]:
+            raise Failure("--isolated ignores every configuration file and cannot be combined with --config")
+        return Config(), start
+    try:
+        return resolve_config(options["config_path"], start if start.exists() else Path.cwd()), start
+    except ConfigError as exc:
+        raise Failure(str(exc)) from None
+
+
+def settings_and_config(paths: list[str], options: dict):
+    from amplint.settings import SelectionError, Settings, parse_torch_version
+
+    config, start = resolve_run_config(paths, options)
+    cli_select = _split(options["select"])
+    cli_extend = _split(options["extend_select"])
+    cli_ignore = _split(options["ignore"] + options["extend_ignore"])
+    cli_unfixable = _split(options["unfixable"])
+    for option, selectors in (("--select", cli_select), ("--extend-select", cli_extend), ("--ignore", cli_ignore),
+                              ("--unfixable", cli_unfixable)):
+        _check_selectors(option, selectors)
+    target = config.target_torch
+    if options["target_torch"]:
+        try:
+            target = parse_torch_version(options["target_torch"])
+        except SelectionError as exc:
+            raise Failure(f"--target-torch: {exc}") from None
+    settings = Settings(
+        select=cli_select or (config.select or ()),
+        extend_select=(() if cli_select else config.extend_select) + cli_extend,
+        ignore=config.ignore + cli_ignore,
+        per_file_ignores=config.per_file_ignores,
+        target_torch=target,
+        prefilter=not options["no_prefilter"],
+        root=str(config.root.resolve()),
+        unfixable=config.unfixable + cli_unfixable,
+    )
+    try:
+        settings.validate()
+    except SelectionError as exc:  # pragma: no cover - each part was checked above
+        raise Failure(str(exc)) from None
+    return settings, config, start
+
+
+def extension_map(config, options) -> dict[str, str]:
+    """Extension (no dot) -> language, the configuration's ``extension`` table below ``--extension``."""
+    return {**dict(config.extension), **dict(parse_extensions(options["extension"]))}
+
+
+def show_settings(settings, config, options, files, output_format: str) -> None:
+    """``--show-settings``: what the first file found would be checked with, as ``key = value`` lines."""
+    import json
+
+    from amplint.cli_run import _display
+    from amplint.discovery import DEFAULT_EXCLUDE
+
+    first = files[0] if files else None
+    target = settings.target_torch
+    exclude = options["exclude"] or (config.exclude if config.exclude is not None else DEFAULT_EXCLUDE)
+    name = _display(first) if first is not None else None
+    rows = [
+        ("select", list(settings.select)),
+        ("extend-select", list(settings.extend_select)),
+        ("ignore", list(settings.ignore)),
+        ("unfixable", list(settings.unfixable)),
+        ("per-file-ignores", {pattern: list(codes) for pattern, codes in settings.per_file_ignores}),
+        ("target-torch", f"{target[0]}.{target[1]}" if target else "newest"),
+        ("exclude", list(exclude)),
+        ("extend-exclude", [*config.extend_exclude, *options["extend_exclude"]]),
+        ("extend-include", [*config.extend_include, *options["extend_include"]]),
+        ("extension", extension_map(config, options)),
+        ("respect-gitignore", options["respect_gitignore"]),
+        ("force-exclude", options["force_exclude"]),
+        ("output-format", output_format),
+        ("prefilter", settings.prefilter),
+    ]
+    enabled = sorted(settings.enabled_codes(str(first) if first is not None else None))
+    click.echo(f"Resolved settings for: {name if name is not None else '(no file found)'}")
+    click.echo(f"Settings path: {config.path if config.path is not None else '(none: defaults)'}")
+    click.echo(f"Project root: {config.root.resolve()}")
+    click.echo(f"Enabled rules: {', '.join(enabled) if enabled else '(none)'}")
+    for key, value in rows:
+        click.echo(f"{key} = {json.dumps(value)}")

@@ -1,0 +1,218 @@
+"""AMP100: a ``# noqa: AMP...`` directive that suppresses nothing.
+
+Whether a directive was used is known only once every other rule has run on the file, so the
+engine calls :func:`report_unused_noqa` after them (as ruff checks RUF100 after its rules); the
+rule class carries the metadata, the documentation and the examples.
+"""
+
+from __future__ import annotations
+
+from textwrap import dedent
+from typing import Iterator
+
+from amplint.model import FixSafety, Severity
+from amplint.rules.base import Invalid, Rule, Violation
+
+
+class UnusedNoqa(Rule):
+    """
+    ## What it does
+    Finds `# noqa: AMP...` comments that suppress nothing: the named amplint rule reports no
+    finding on that line (any more), or the code is not an amplint rule at all. Codes of other
+    tools (`# noqa: E501`) are never reported, nor is a bare `# noqa`, nor a code whose rule is not
+    enabled for the file (amplint cannot tell whether that directive is still needed).
+
+    Off by default, like ruff's `RUF100`: enable it with `--extend-select AMP100` or
+    `extend-select = ["AMP100"]`.
+
+    ## Why is this bad?
+    A suppression that outlived its finding hides the next real finding on that line: once the
+    training step is fixed, a new misuse written there is silenced without anyone noticing. Stale
+    directives pile up after `--add-noqa` adopted amplint on a legacy code base, and removing them
+    one by one is how the legacy findings are worked off.
+
+    ## Example
+    ```python
+    import torch
+
+    with torch.autocast("cuda"):  # noqa: AMP001
+        pass
+    ```
+
+    ## Use instead
+    ```python
+    import torch
+
+    with torch.autocast("cuda"):
+        pass
+    ```
+
+    ## Fix safety
+    The fix is safe: it removes only the unused amplint codes from the directive and keeps the
+    other codes (`# noqa: E501, AMP003` becomes `# noqa: E501`) and any other comment text on the
+    line. A directive left without codes is removed, and a comment left empty goes with the
+    spaces before it. Code is never changed.
+
+    ## References
+    - [ruff: unused-noqa (RUF100)](https://docs.astral.sh/ruff/rules/unused-noqa/)
+    - [flake8: selecting and ignoring violations](https://flake8.pycqa.org/en/latest/user/violations.html#in-line-ignoring-errors)
+    """
+
+    code = "AMP100"
+    name = "unused-noqa"
+    summary = "`# noqa` directive naming an amplint rule that reports nothing on its line"
+    severity = Severity.WARNING
+    fix_safety = FixSafety.SAFE
+    default_enabled = False
+    # The prefilter's literal test: no directive, nothing to report (other spellings are missed).
+    triggers = ("noqa", "NOQA", "NoQA")
+    # The rules whose findings the examples' directives are about.
+    examples_also_select = ("AMP0",)
+
+    valid = (
+        dedent("""\
+            import torch
+            with torch.cuda.amp.autocast():  # noqa: AMP001
+                pass
+        """),
+        dedent("""\
+            import torch
+            x = torch.ones(3)  # noqa: E501, F401
+            y = x  # noqa
+        """),
+        dedent("""\
+            import torch
+            x = torch.ones(3)  # noqa: AMP005, AMP100
+        """),
+    )
+    invalid = (
+        Invalid(
+            dedent("""\
+                import torch
+                x = torch.ones(3)  # noqa: AMP005
+            """),
+            fixed=dedent("""\
+                import torch
+                x = torch.ones(3)
+            """),
+        ),
+        Invalid(
+            dedent("""\
+                import torch
+                x = torch.ones(3)  # noqa: E501, AMP003
+            """),
+            fixed=dedent("""\
+                import torch
+                x = torch.ones(3)  # noqa: E501
+            """),
+        ),
+        Invalid(
+            dedent("""\
+                import torch
+                with torch.cuda.amp.autocast():  # type: ignore  # noqa: AMP001, AMP003 legacy
+                    pass
+            """),
+            fixed=dedent("""\
+                import torch
+                with torch.cuda.amp.autocast():  # type: ignore  # noqa: AMP001 legacy
+                    pass
+            """),
+        ),
+        Invalid(
+            dedent("""\
+                import torch
+                y = torch.zeros(1)  # noqa: AMP999 kept for the old loop
+            """),
+            fixed=dedent("""\
+                import torch
+                y = torch.zeros(1)  # kept for the old loop
+            """),
+        ),
+    )
+
+    def check(self) -> Iterator[Violation]:
+        return iter(())  # reported by report_unused_noqa, after the other rules
+
+
+def report_unused_noqa(result, module, positions, lines, suppressed, codes, filename, settings) -> None:
+    """Add an AMP100 finding (and its fix) to ``result`` for each directive that suppressed nothing.
+
+    ``suppressed`` maps a row to the codes its directive suppressed in this pass; ``codes`` are the
+    rules enabled for the file.
+    """
+    import libcst as cst
+
+    from amplint import noqa
+    from amplint.fix import Fix
+    from amplint.model import Finding, Location
+    from amplint.rules.catalog import rule_catalog
+
+    known = rule_catalog()
+    for trailing in _trailing_comments(module):
+        comment = trailing.comment
+        match = noqa.directive(comment.value)
+        if match is None or match.group("codes") is None:
+            continue
+        start = positions[comment].start
+        row = start.line
+        line = lines[row - 1] if 0 < row <= len(lines) else ""
+        if noqa.is_suppressed(UnusedNoqa.code, line):
+            continue  # the directive silences this rule itself
+        written = noqa.split_codes(match.group("codes"))
+        unused, unknown = [], []
+        for code in (item.upper() for item in written):
+            if not code.startswith("AMP"):
+                continue  # another tool's code
+            if code not in known:
+                unknown.append(code)
+            elif code in codes and (code in noqa.UNSUPPRESSIBLE or code not in suppressed.get(row, ())):
+                unused.append(code)
+        if not unused and not unknown:
+            continue
+        parts = [f"{label}: {', '.join(f'`{code}`' for code in group)}" for label, group in (("unused", unused), ("unknown", unknown)) if group]
+        finding = Finding(
+            code=UnusedNoqa.code,
+            message=f"Unused `noqa` directive ({'; '.join(parts)})",
+            filename=filename,
+            location=Location(row, start.column + 1 + match.start()),
+            end_location=Location(row, start.column + 1 + match.end()),
+            severity=UnusedNoqa.severity,
+            noqa_row=row,
+        )
+        result.findings.append(finding)
+        if not settings.fixable(UnusedNoqa.code):
+            continue
+        drop = {*unused, *unknown}
+        new_value = without_codes(comment.value, match, [code for code in written if code.upper() not in drop])
+        if new_value is None:
+            change = {trailing: trailing.with_changes(whitespace=cst.SimpleWhitespace(""), comment=None)}
+        else:
+            change = {comment: cst.Comment(new_value)}
+        result.fixes.append((finding, Fix.safe("Remove unused `noqa` directive", change)))
+
+
+def without_codes(comment: str, match, kept: list[str]) -> str | None:
+    """``comment`` with its directive reduced to ``kept`` codes; ``None`` when nothing is left of it."""
+    before, after = comment[: match.start()], comment[match.end():]
+    if kept:
+        return before + comment[match.start(): match.start("codes")] + ", ".join(kept) + after
+    before, after = before.rstrip(), after.strip()
+    if after:
+        after = after if after.startswith("#") else f"# {after}"
+        return f"{before}  {after}" if before else after
+    return before or None
+
+
+def _trailing_comments(module) -> Iterator:
+    """Every comment at the end of a line of code (a directive applies to its own line)."""
+    import libcst as cst
+
+    found: list = []
+
+    class Collect(cst.CSTVisitor):
+        def visit_TrailingWhitespace(self, node: cst.TrailingWhitespace) -> None:
+            if node.comment is not None:
+                found.append(node)
+
+    module.visit(Collect())
+    return iter(found)
