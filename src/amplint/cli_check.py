@@ -24,6 +24,7 @@ def check_command(paths, **options) -> None:
         if options["watch"]:
             from amplint.cli_watch import watch
 
+            _check_combinations(options, _uses_stdin(list(paths), options))
             code = watch(list(paths), options)
         else:
             code = run_check(list(paths), **options)
@@ -37,6 +38,10 @@ def check_command(paths, **options) -> None:
         _error("interrupted")
         code = EXIT_INTERRUPTED
     sys.exit(code)
+
+
+def _uses_stdin(paths: list[str], options: dict) -> bool:
+    return paths == ["-"] or (not paths and options["stdin_filename"] is not None)
 
 
 def _check_combinations(options: dict, use_stdin: bool) -> None:
@@ -55,7 +60,7 @@ def run_check(paths: list[str], **options) -> int:
     mode = "diff" if options["diff"] else "fix" if options["fix"] or fix_only else "check"
     settings, config, start = settings_and_config(paths, options)
     output_format = canonical_format(options["output_format"] or config.output_format or "full")
-    use_stdin = paths == ["-"] or (not paths and options["stdin_filename"] is not None)
+    use_stdin = _uses_stdin(paths, options)
     if "-" in paths and not use_stdin:
         raise Failure("`-` (stdin) cannot be combined with other paths")
     _check_combinations(options, use_stdin)

@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from amplint.config import display_path
 from amplint.cache import (
     _TAG,
     _TAG_NAME,
@@ -54,15 +55,16 @@ def clean(paths: list[str], cache_dir: str | None) -> CleanOutcome:
         if key in seen or not os.path.lexists(folder):
             continue
         seen.add(key)
+        shown = display_path(folder)
         if folder.is_symlink():
-            outcome.errors.append(f"{folder}: a symbolic link; amplint does not follow it (nothing removed)")
+            outcome.errors.append(f"{shown}: a symbolic link; amplint does not follow it (nothing removed)")
         elif not folder.is_dir() or not is_amplint_cache(folder):
             if named:
-                outcome.errors.append(f"{folder}: not an amplint cache (no CACHEDIR.TAG written by amplint); nothing removed")
+                outcome.errors.append(f"{shown}: not an amplint cache (no CACHEDIR.TAG written by amplint); nothing removed")
         elif _remove_cache(folder):
-            outcome.removed.append(str(folder))
+            outcome.removed.append(shown)
         else:
-            outcome.kept.append(str(folder))
+            outcome.kept.append(shown)
     return outcome
 
 
