@@ -10,6 +10,7 @@ from typing import Sequence
 
 from amplint.model import Finding, Severity
 from amplint.report import ReportContext
+from amplint.report.text import cell_note
 
 # Azure knows only errors and warnings.
 _TYPES = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "warning"}
@@ -32,7 +33,7 @@ def logissue(finding: Finding, context: ReportContext) -> str:
         ("code", finding.code),
     )
     properties = "".join(f"{key}={escape_property(value)};" for key, value in props)
-    return f"##vso[task.logissue {properties}]{escape_data(finding.message)}"
+    return f"##vso[task.logissue {properties}]{escape_data(cell_note(finding) + finding.message)}"
 
 
 def render(findings: Sequence[Finding], context: ReportContext) -> str:

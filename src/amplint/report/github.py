@@ -10,6 +10,7 @@ from typing import Sequence
 
 from amplint.model import Finding, Severity
 from amplint.report import ReportContext, rule_name
+from amplint.report.text import cell_note
 
 _COMMANDS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
 
@@ -32,7 +33,7 @@ def annotation(finding: Finding, context: ReportContext) -> str:
         ("title", f"{finding.code} ({rule_name(finding.code)})"),
     )
     properties = ",".join(f"{key}={escape_property(value)}" for key, value in props)
-    return f"::{_COMMANDS.get(finding.severity, 'error')} {properties}::{escape_data(finding.message)}"
+    return f"::{_COMMANDS.get(finding.severity, 'error')} {properties}::{escape_data(cell_note(finding) + finding.message)}"
 
 
 def render(findings: Sequence[Finding], context: ReportContext) -> str:

@@ -15,6 +15,7 @@ from typing import Sequence
 from amplint.model import Finding, Severity
 from amplint.report import ReportContext, rule_name
 from amplint.report.escape import dumps, path_text
+from amplint.report.text import cell_note
 
 SEVERITIES = {Severity.ERROR: "major", Severity.WARNING: "minor", Severity.INFO: "info"}
 
@@ -32,7 +33,7 @@ def report_path(filename: str, context: ReportContext) -> str:
 
 
 def _line_text(finding: Finding, context: ReportContext) -> str:
-    lines = context.source_lines(finding.filename)
+    lines = context.source_lines(finding.filename, finding.cell)
     row = finding.location.row
     return " ".join(lines[row - 1].split()) if 0 < row <= len(lines) else ""
 
@@ -51,7 +52,7 @@ def issue(finding: Finding, path: str, finding_fingerprint: str) -> dict:
         "type": "issue",
         "check_name": finding.code,
         # GitLab's widget shows the description but not check_name.
-        "description": f"{finding.code} ({rule_name(finding.code)}): {finding.message}",
+        "description": f"{finding.code} ({rule_name(finding.code)}): {cell_note(finding)}{finding.message}",
         "categories": ["Bug Risk"],
         "severity": SEVERITIES.get(finding.severity, "major"),
         "fingerprint": finding_fingerprint,

@@ -8,15 +8,18 @@ from typing import Sequence
 from amplint.model import Finding
 from amplint.report import ReportContext
 from amplint.report.escape import terminal
+from amplint.report.text import _cell
 
 
 def _group(filename: str, findings: list[Finding], context: ReportContext) -> str:
-    row_width = max(len(str(f.location.row)) for f in findings)
+    # Notebook findings lead with their cell (``cell 3:4:5``), as concise and full show them.
+    rows = [f"{_cell(f)}{f.location.row}" for f in findings]
+    row_width = max(len(row) for row in rows)
     col_width = max(len(str(f.location.column)) for f in findings)
     lines = [f"{terminal(context.display_name(filename))}:"]
-    for finding in findings:
+    for finding, row in zip(findings, rows):
         marker = "[*] " if context.applicable(finding) else ""
-        position = f"{finding.location.row:>{row_width}}:{finding.location.column:<{col_width}}"
+        position = f"{row:>{row_width}}:{finding.location.column:<{col_width}}"
         lines.append(f"  {position} {finding.code} {marker}{terminal(finding.message)}")
     return "\n".join(lines) + "\n"
 

@@ -50,7 +50,8 @@ def build(findings: Sequence[Finding], context: ReportContext) -> ET.Element:
         for finding in items:
             case = ET.SubElement(suite, "testcase", name=f"{PACKAGE}.{finding.code}", classname=xml_text(_classname(name)))
             failure = ET.SubElement(case, "failure", message=xml_text(finding.message), type=finding.code)
-            failure.text = xml_text(f"line {finding.location.row}, col {finding.location.column}, {finding.message}")
+            cell = f"cell {finding.cell}, " if finding.cell is not None else ""
+            failure.text = xml_text(f"{cell}line {finding.location.row}, col {finding.location.column}, {finding.message}")
     for filename, message in unchecked:
         name = context.display_name(filename)
         suite = _suite(root, name, 1, 0, 1)

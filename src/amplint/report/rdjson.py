@@ -11,6 +11,7 @@ from typing import Sequence
 from amplint.model import Finding, Location, Severity
 from amplint.report import ReportContext, rule_url
 from amplint.report.escape import dumps
+from amplint.report.text import cell_note
 
 SOURCE = {"name": "amplint", "url": "https://github.com/amplint/amplint"}
 SEVERITIES = {Severity.ERROR: "ERROR", Severity.WARNING: "WARNING", Severity.INFO: "INFO"}
@@ -28,13 +29,13 @@ def _range(start: Location, end: Location, lines: list[str]) -> dict:
 
 
 def diagnostic(finding: Finding, context: ReportContext) -> dict:
-    lines = context.source_lines(finding.filename)
+    lines = context.source_lines(finding.filename, finding.cell)
     code = {"value": finding.code}
     url = rule_url(finding.code)
     if url:
         code["url"] = url
     value = {
-        "message": finding.message,
+        "message": cell_note(finding) + finding.message,
         "location": {"path": context.display_name(finding.filename),
                      "range": _range(finding.location, finding.end_location, lines)},
         "severity": SEVERITIES.get(finding.severity, "ERROR"),
