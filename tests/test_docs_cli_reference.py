@@ -42,3 +42,14 @@ def test_every_configuration_key_is_in_the_example():
     example = GUIDE.split("## Configuration", 1)[1].split("```toml", 1)[1].split("```", 1)[0]
     for key in KEYS:
         assert re.search(rf"^(?:{re.escape(key)} =|\[tool\.amplint\.{re.escape(key)}\])", example, re.MULTILINE), key
+
+
+def test_pre_commit_section_names_the_file_types_the_hooks_take():
+    import yaml
+
+    hooks = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))
+    section = GUIDE.split("## pre-commit", 1)[1].split("\n## ", 1)[0]
+    suffixes = {"python": "`.py`", "pyi": "`.pyi`", "jupyter": "`.ipynb`"}
+    for hook in hooks:
+        for kind in hook["types_or"]:
+            assert suffixes[kind] in section, (hook["id"], kind)

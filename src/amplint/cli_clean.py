@@ -14,7 +14,6 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from amplint.config import display_path
 from amplint.cache import (
     _TAG,
     _TAG_NAME,
@@ -24,6 +23,7 @@ from amplint.cache import (
     default_cache_dir,
     is_amplint_cache,
 )
+from amplint.config import display_path
 
 _GITIGNORE = "# Automatically created by amplint.\n*\n"
 # Folders a search for caches never enters: they are not a project's and can be huge.

@@ -52,7 +52,8 @@ def rule_command(code: str | None, show_all: bool, output_format: str) -> None:
     click.echo("\n".join(render_rule(row["code"]) or "" for row in rows), nl=False)
 
 
-@click.command("server", context_settings=CONTEXT_SETTINGS, short_help="Run the language server for editors (needs amplint[lsp]).")
+@click.command("server", context_settings=CONTEXT_SETTINGS,
+               short_help="Run the language server for editors (needs amplint[lsp]).")
 def server_command() -> None:
     """Speak the Language Server Protocol on stdin/stdout: diagnostics and quick fixes in editors."""
     try:
@@ -95,8 +96,6 @@ def clean_command(paths: tuple[str, ...], cache_dir: str | None, quiet: bool) ->
     if not quiet:
         for kept in outcome.kept:
             click.echo(f"Kept {kept}: it holds files amplint did not write", err=True)
-        click.echo(
-            f"Removed {_plural(len(outcome.removed), 'cache folder')}" + (f": {', '.join(outcome.removed)}" if outcome.removed else "") + ".",
-            err=True,
-        )
+        names = f": {', '.join(outcome.removed)}" if outcome.removed else ""
+        click.echo(f"Removed {_plural(len(outcome.removed), 'cache folder')}{names}.", err=True)
     sys.exit(EXIT_ERROR if outcome.errors else 0)

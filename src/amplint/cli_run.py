@@ -96,7 +96,8 @@ def find_files(paths, config, options, report: bool = False, quiet: bool = True)
     exclude = options["exclude"] or (config.exclude if config.exclude is not None else DEFAULT_EXCLUDE)
     extend_exclude = (*config.extend_exclude, *options["extend_exclude"])
     include = (*config.extend_include, *options["extend_include"], *(f"*.{ext}" for ext in extension_map(config, options)))
-    found = discover(paths, exclude, extend_exclude, root=config.root, respect_gitignore=options["respect_gitignore"],
+    found = discover(
+        paths, exclude, extend_exclude, root=config.root, respect_gitignore=options["respect_gitignore"],
         force_exclude=options["force_exclude"], extend_include=include,
     )
     if report:

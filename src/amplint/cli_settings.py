@@ -9,6 +9,7 @@ import click
 
 from amplint.cli_common import Failure
 
+
 def _split(values: tuple[str, ...]) -> tuple[str, ...]:
     out: list[str] = []
     for value in values:

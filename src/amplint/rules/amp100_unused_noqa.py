@@ -169,7 +169,8 @@ def report_unused_noqa(result, module, positions, lines, suppressed, codes, file
                 unused.append(code)
         if not unused and not unknown:
             continue
-        parts = [f"{label}: {', '.join(f'`{code}`' for code in group)}" for label, group in (("unused", unused), ("unknown", unknown)) if group]
+        groups = (("unused", unused), ("unknown", unknown))
+        parts = [f"{label}: {', '.join(f'`{code}`' for code in group)}" for label, group in groups if group]
         finding = Finding(
             code=UnusedNoqa.code,
             message=f"Unused `noqa` directive ({'; '.join(parts)})",
