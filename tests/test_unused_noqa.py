@@ -111,3 +111,11 @@ def test_notebook_cell_directive_is_fixed_in_its_cell(cli, tmp_path):
     assert run.stdout == "nb.ipynb:cell 2:1:8: AMP100 [*] Unused `noqa` directive (unused: `AMP003`)\n"
     assert cli("check", "--extend-select", "AMP100", "--fix", "nb.ipynb").exit_code == 0
     assert nbformat.reads(path.read_text(), as_version=4).cells[1].source == "x = 1  # noqa: E501"
+
+
+def test_add_noqa_does_not_suppress_amp100_itself(cli, files, tmp_path):
+    text = f"import torch\nx = 1  # noqa: AMP003\n{DEPRECATED_LINE}\n    pass\n"
+    files({"train.py": text})
+    run = cli("check", "--add-noqa", "--extend-select", "AMP100", "train.py")
+    assert run.exit_code == 0, run
+    assert (tmp_path / "train.py").read_text() == f"import torch\nx = 1  # noqa: AMP003\n{DEPRECATED_LINE}  # noqa: AMP001\n    pass\n"

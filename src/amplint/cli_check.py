@@ -166,6 +166,7 @@ def write_report(text: str, output_file: str | None, stream) -> None:
 def _add_noqa(paths, settings, config, start, options, use_stdin: bool, mode: str) -> int:
     from amplint.add_noqa import add_noqa_to_files
     from amplint.model import SYNTAX_ERROR_CODE
+    from amplint.noqa import UNUSED_NOQA_CODE
 
     if use_stdin:
         raise Failure("--add-noqa writes files and cannot read stdin")
@@ -174,6 +175,9 @@ def _add_noqa(paths, settings, config, start, options, use_stdin: bool, mode: st
     results, paths_map, missing = _run_files(
         paths or ["."], settings, config, start, "check", {**options, "no_cache": True}, options["quiet"], False
     )
+    for result in results:
+        # As ruff leaves RUF100 out: suppressing "this directive is unused" would only grow it.
+        result.findings = [finding for finding in result.findings if finding.code != UNUSED_NOQA_CODE]
     outcome = add_noqa_to_files(sorted(results, key=lambda r: r.filename), paths_map)
     failed = False
     for result in results:

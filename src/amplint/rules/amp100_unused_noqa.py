@@ -147,6 +147,8 @@ def report_unused_noqa(result, module, positions, lines, suppressed, codes, file
     from amplint.model import Finding, Location
     from amplint.rules.catalog import rule_catalog
 
+    if not any("noqa" in line.lower() for line in lines if "#" in line):
+        return
     known = rule_catalog()
     for trailing in _trailing_comments(module):
         comment = trailing.comment
