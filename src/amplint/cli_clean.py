@@ -27,7 +27,10 @@ from amplint.config import display_path
 
 _GITIGNORE = "# Automatically created by amplint.\n*\n"
 # Folders a search for caches never enters: they are not a project's and can be huge.
-_SKIP = frozenset({".git", ".hg", ".svn", "node_modules"})
+_SKIP = frozenset({
+    ".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__", ".tox", ".nox", ".mypy_cache", ".ruff_cache",
+    "site-packages",
+})
 
 
 @dataclass
