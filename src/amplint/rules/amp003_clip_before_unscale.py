@@ -232,7 +232,7 @@ class ClipBeforeUnscale(Rule):
         if stepped is None or len(stepped) <= 1:
             return stepped or None
         owner = self.facts.clip_parameter_owner(clip.call)
-        return self.facts.optimizers_owning(owner, stepped) or None
+        return self.facts.optimizers_owning(owner, stepped, clip.ctx.scope) or None
 
     # -- fixing
     def _insert_point(self, clip: _Clip) -> cst.CSTNode | NoFix:

@@ -176,20 +176,19 @@ class ScalerUpdateMissingOrMisordered(Rule):
         facts = self.facts
         for events in facts.events_by_scope.values():
             for update in events:
-                if update.kind is K.UPDATE and self._enabled(update.scaler):
+                if update.kind is K.UPDATE and self._enabled(update):
                     violation = self._misordered_update(update, events)
                     if violation is not None:
                         yield violation
             done: set[tuple[str, int]] = set()
             for step in events:
-                if step.kind is K.SCALER_STEP and self._enabled(step.scaler):
+                if step.kind is K.SCALER_STEP and self._enabled(step):
                     violation = self._missing_update(step, done)
                     if violation is not None:
                         yield violation
 
-    def _enabled(self, scaler: str | None) -> bool:
-        info = self.facts.scalers.get(scaler) if scaler is not None else None
-        return scaler is not None and not (info is not None and info.provably_disabled)
+    def _enabled(self, event: Event) -> bool:
+        return event.scaler is not None and not self.facts.scaler_provably_disabled(event.scaler, event.ctx.scope)
 
     # -- update() before the step, or between two optimizers' steps
     def _misordered_update(self, update: Event, events: list[Event]) -> Violation | None:

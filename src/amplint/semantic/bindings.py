@@ -81,15 +81,22 @@ class BindingQueries:
     def import_bound_names(self) -> set[str]:
         return {name for scope in self.scopes for name, found in scope.bindings.items() if any(b.is_import for b in found)}
 
+    @cached_property
+    def imported_references(self) -> list[tuple[Reference, str]]:
+        """Every reference that resolves to an import, with its canonical qualified name,
+        resolved once for all queries."""
+        bound = self.import_bound_names
+        out: list[tuple[Reference, str]] = []
+        for ref in self.references:
+            if ref.parts[0] in bound:
+                qualname = self.qualname(ref.node, ref.ctx.scope)
+                if qualname is not None:
+                    out.append((ref, qualname))
+        return out
+
     def references_to(self, predicate) -> Iterator[tuple[Reference, str]]:
         """References whose canonical qualified name satisfies ``predicate``."""
-        bound = self.import_bound_names
-        for ref in self.references:
-            if ref.parts[0] not in bound:
-                continue
-            qualname = self.qualname(ref.node, ref.ctx.scope)
-            if qualname is not None and predicate(qualname):
-                yield ref, qualname
+        return ((ref, qualname) for ref, qualname in self.imported_references if predicate(qualname))
 
     def attribute_bindings(self, class_scope: Scope | None, attribute: str) -> list[Binding]:
         """``self.<attribute> = ...`` assignments made in the methods of ``class_scope``."""
