@@ -155,3 +155,21 @@ def test_rules_tell_two_classes_scalers_apart():
     lines = source.splitlines()
     amp_trainer = lines.index("class AMPTrainer:") + 1
     assert rows and all(row > amp_trainer for row in rows)
+
+
+def test_a_global_declaration_binds_the_module_variable():
+    facts = facts_of("""
+        import torch
+        scaler = None
+
+        def setup():
+            global scaler
+            scaler = torch.amp.GradScaler("cuda", enabled=False)
+
+        def train(loss):
+            scaler.scale(loss).backward()
+    """)
+    setup, train = scope_named(facts, "setup"), scope_named(facts, "train")
+    assert facts.variable("scaler", setup) == facts.variable("scaler", train)
+    assert "scaler" not in setup.bindings
+    assert facts.scaler_provably_disabled("scaler", train) is True
