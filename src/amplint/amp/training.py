@@ -66,12 +66,22 @@ class TrainingFacts:
 
     @cached_property
     def per_step_functions(self) -> set[Scope]:
-        """Functions called once per step or epoch: named so, or called inside a training loop here."""
-        out = {function.scope for function in self.functions if function.node.name.value in self.PER_STEP_NAMES}
+        """Functions that run once per step or epoch: called inside a training loop here (not a
+        loop over runs), or named for one pass (``fit_one_epoch``, ``train_on_batch``); never one
+        that is a whole run itself (:meth:`runs_whole_training`)."""
+        out = {function.scope for function in self.functions if API.names_one_pass(function.node.name.value)}
         for site in self.calls:
-            if any(loop in self.training_loops for loop in site.ctx.loops):
+            if self.training_loops_within_run(site.ctx):
                 out.update(function.scope for function in self.called_functions(site))
-        return out
+        return {scope for scope in out if not self.runs_whole_training(scope)}
+
+    def runs_whole_training(self, scope: Scope) -> bool:
+        """The function is a whole run: it builds its optimizer, or loops over epochs around a
+        loop over batches (yolov5's ``train()``, called once per ``--evolve`` generation)."""
+        if self.builds_own_optimizer(scope):
+            return True
+        own = [loop for loop in self.training_loops if loop.scope is scope]
+        return any(inner is not outer and self.contains(outer.node, inner.node) for inner in own for outer in own)
 
     def outermost_training_loop(self, ctx: Context) -> Loop | None:
         """The outermost loop around ``ctx`` (same function) that runs training iterations."""
