@@ -13,6 +13,7 @@ from amplint.semantic import syntax as S
 from amplint.semantic.records import Branch, Context, Loop, Scope
 
 # Loop variables / iterables of loops over independent runs (k-fold CV, sweeps, seeds).
+_EPOCH_WORDS = re.compile(r"epoch", re.IGNORECASE)
 _RUN_WORDS = re.compile(
     r"(^|_)(folds?|seeds?|trials?|runs?|repeats?|repetitions?|experiments?|exps?|configs?|cfgs?|hparams?|params_grid|"
     r"grid|sweeps?|splits?|lrs?|learning_rates?|settings?|tasks?|kfold|cv|replicates?|evolve|generations?)(_|$|\d)",
@@ -81,7 +82,19 @@ class TrainingFacts:
         if self.builds_own_optimizer(scope):
             return True
         own = [loop for loop in self.training_loops if loop.scope is scope]
-        return any(inner is not outer and self.contains(outer.node, inner.node) for inner in own for outer in own)
+        return any(
+            inner is not outer and self.contains(outer.node, inner.node) and self.is_epoch_loop(outer)
+            for inner in own for outer in own
+        )
+
+    def is_epoch_loop(self, loop: Loop) -> bool:
+        """``for epoch in range(...)``, ``for _ in trange(n)``, ``while epoch < n``: not a loop over
+        data, micro-batches or retries."""
+        node = loop.node
+        if isinstance(node, cst.For):
+            header = self.code(node.target) + " " + self.code(node.iter)
+            return bool(_EPOCH_WORDS.search(header)) or re.match(r"\s*(t?range)\(", self.code(node.iter)) is not None
+        return bool(_EPOCH_WORDS.search(self.code(node.test)))
 
     def outermost_training_loop(self, ctx: Context) -> Loop | None:
         """The outermost loop around ``ctx`` (same function) that runs training iterations."""
