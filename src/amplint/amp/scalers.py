@@ -89,6 +89,9 @@ class ScalerFacts:
             return self._names_scaler_class(node.body, scope, depth) and self._names_scaler_class(node.orelse, scope, depth)
         if self.qualname(node, scope) in API.SCALER_CLASSES:
             return True
+        targets = self.import_targets(node.value, scope) if isinstance(node, cst.Name) else set()
+        if targets and targets <= API.SCALER_CLASSES:
+            return True
         text = S.dotted(node)
         if text is None or depth > 2:
             return False

@@ -36,7 +36,8 @@ class ClipBeforeUnscale(Rule):
     Finds gradient clipping (`torch.nn.utils.clip_grad_norm_`, `clip_grad_value_`, timm's
     `dispatch_clip_grad`, FSDP's `model.clip_grad_norm_`) after a scaled backward
     (`scaler.scale(loss).backward()`) and before that scaler's `step`, with no
-    `scaler.unscale_(optimizer)` of the clipped optimizer between them on that path. A clip after
+    `scaler.unscale_(optimizer)` of the clipped optimizer between them on that path. A call of a
+    same-file helper that only clips (`self._clip_gradients(max_norm)`) is a clip. A clip after
     `if fp16: scaler.scale(loss).backward() else: loss.backward()` counts: on the fp16 path it
     sees scaled gradients (reported without a fix, since an unconditional `unscale_` would be wrong
     on the other path).
@@ -187,12 +188,12 @@ class ClipBeforeUnscale(Rule):
         facts = self.facts
         plans: dict[Event, _StepPlan] = {}
         found: list[_Clip] = []
-        for events in facts.events_by_scope.values():
-            for event in events:
-                clip = self._examine(event, events) if event.kind is K.CLIP else None
-                if clip is not None:
-                    found.append(clip)
-                    plans.setdefault(clip.step, _StepPlan(clip.step)).clips.append(clip)
+        direct = [event for event in facts.events if event.kind is K.CLIP]
+        for event in sorted([*direct, *facts.clip_helper_calls], key=lambda e: e.order):
+            clip = self._examine(event, facts.events_by_scope.get(event.ctx.scope, []))
+            if clip is not None:
+                found.append(clip)
+                plans.setdefault(clip.step, _StepPlan(clip.step)).clips.append(clip)
         for clip in found:
             yield self.violation(
                 clip.event.call,

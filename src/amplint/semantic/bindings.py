@@ -52,6 +52,15 @@ class BindingQueries:
         targets = {b.target for b in found}
         return next(iter(targets)) if len(targets) == 1 else None
 
+    def import_targets(self, name: str, scope: Scope) -> set[str]:
+        """The qualified names ``name`` may be imported as, seen from ``scope``, when every binding
+        of it there is an import (``try: from torch.amp import GradScaler / except ImportError:
+        from torch.cuda.amp import GradScaler`` gives both); empty otherwise."""
+        found = self.bindings_of(name, scope)
+        if not found or any(not b.is_import or b.target is None for b in found):
+            return set()
+        return {self.canonical_name(b.target) for b in found}
+
     def import_binding(self, name: str, scope: Scope) -> tuple[ImportRecord, cst.ImportAlias, str] | None:
         """The import statement and alias that bind ``name`` as seen from ``scope``."""
         found = self.bindings_of(name, scope)
