@@ -18,6 +18,12 @@ from amplint.semantic import syntax as S
 from amplint.semantic.records import CallSite, Context, Scope
 
 HALF_DTYPES = {"torch.float16": "float16", "torch.half": "float16", "torch.bfloat16": "bfloat16"}
+# ``module.type(torch.HalfTensor)`` casts every parameter like ``.half()``.
+HALF_TENSOR_TYPES = {
+    **HALF_DTYPES, "torch.HalfTensor": "float16", "torch.cuda.HalfTensor": "float16",
+    "torch.BFloat16Tensor": "bfloat16", "torch.cuda.BFloat16Tensor": "bfloat16",
+}
+FLOAT_DTYPES = frozenset({"torch.float32", "torch.float", "torch.FloatTensor", "torch.cuda.FloatTensor"})
 # Chain links that return the same module: ``Net().to(device).half().train()``.
 MODULE_CHAIN = ("to", "cuda", "cpu", "half", "float", "bfloat16", "train", "eval", "requires_grad_", "xpu", "mps")
 # Functions whose name says they do not train: casting there is inference / export.
@@ -75,6 +81,9 @@ class CastFacts:
         method = func.attr.value
         if method in ("half", "bfloat16") and not site.node.args:
             return HalfCast(site, "float16" if method == "half" else "bfloat16", [])
+        if method == "type" and len(site.node.args) == 1 and site.node.args[0].keyword is None and not S.has_star_args(site.node):
+            dtype = HALF_TENSOR_TYPES.get(self.qualname(site.node.args[0].value, site.ctx.scope) or "")
+            return HalfCast(site, dtype, [site.node.args[0]]) if dtype is not None else None
         if method != "to" or S.has_star_args(site.node):
             return None
         found: list[tuple[str, cst.Arg]] = []
@@ -83,12 +92,25 @@ class CastFacts:
                 continue
             if arg.keyword is None and index > 1:
                 continue
-            dtype = HALF_DTYPES.get(self.qualname(arg.value, site.ctx.scope) or "")
+            dtype = self.half_dtype_of(arg.value, site.ctx.scope)
             if dtype is not None:
                 found.append((dtype, arg))
         if len(found) != 1:
             return None
         return HalfCast(site, found[0][0], [found[0][1]])
+
+    def half_dtype_of(self, expr: cst.BaseExpression, scope: Scope) -> str | None:
+        """``"float16"``/``"bfloat16"`` for ``torch.half``, or for a variable every assignment of
+        which gives a half dtype (``weight_dtype = torch.float16``, then ``torch.bfloat16`` under
+        ``if bf16:``; not one that may stay float32). ``"float16"`` when it may be float16."""
+        dtype = HALF_DTYPES.get(self.qualname(expr, scope) or "")
+        if dtype is not None or not isinstance(expr, cst.Name):
+            return dtype
+        values = self.assigned_alternatives(expr.value, scope)
+        dtypes = {HALF_DTYPES.get(self.qualname(leaf, scope) or "") if leaf is not None else None for _, leaf in values}
+        if not dtypes or None in dtypes:
+            return None
+        return "float16" if "float16" in dtypes else "bfloat16"
 
     @cached_property
     def half_casts(self) -> list[HalfCast]:
@@ -135,6 +157,38 @@ class CastFacts:
                     if text is not None and text not in keys:
                         keys.append(text)
         return keys
+
+    # -- a cast in place inside a function the training loop calls (``validate(model)`` per epoch)
+    def cast_back_after(self, key: str, scope: Scope, order: int) -> bool:
+        """``key.float()`` / ``key.to(torch.float32)`` runs in ``scope`` after ``order``."""
+        for site in self.calls_by_scope.get(scope, []):
+            if site.ctx.order <= order:
+                continue
+            if site.func_text == f"{key}.float":
+                return True
+            if site.func_text in (f"{key}.to", f"{key}.type"):
+                if any(self.qualname(arg.value, scope) in FLOAT_DTYPES for arg in site.node.args):
+                    return True
+        return False
+
+    def cast_in_place_during_training(self, cast: HalfCast) -> tuple[CallSite, str] | None:
+        """The call inside a training loop that runs ``cast`` on the trained model in place, with
+        the model's name there: the cast's receiver is a parameter of a same-file function,
+        called inside a training loop with the trained module, and neither side casts it back."""
+        receiver = cast.call.func.value  # type: ignore[attr-defined]
+        function = self.function_of(cast.ctx.scope)
+        param = receiver.value if isinstance(receiver, cst.Name) else None
+        if function is None or param is None or param not in function.params or function.scope is not cast.ctx.scope:
+            return None
+        if self.cast_back_after(param, cast.ctx.scope, cast.ctx.order):
+            return None
+        for site in self.callers_of(function):
+            key = S.dotted(self.argument_for(site, function, param))
+            if key is None or not self.training_loops_within_run(site.ctx) or not self.is_trained_module(key, site.ctx):
+                continue
+            if not self.cast_back_after(key, site.ctx.scope, site.ctx.order):
+                return site, key
+        return None
 
     # -- where training happens
     @cached_property

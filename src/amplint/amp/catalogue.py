@@ -121,6 +121,15 @@ AMP_WORDS = frozenset(
      "fp32", "float32", "bf16", "bfloat16", "dtype", "scale"}
 )
 
+# Name words of a function that runs once per step, batch or epoch (``fit_one_epoch``,
+# ``run_epoch``, ``epoch_step``, ``train_on_batch``); plurals (``train_steps``) run many.
+_PER_PASS_WORDS = frozenset({"step", "epoch", "batch", "iteration"})
+
+
+def names_one_pass(name: str) -> bool:
+    return any(word in _PER_PASS_WORDS for word in name.lower().strip("_").split("_"))
+
+
 PER_STEP_NAMES = frozenset(
     {"train_step", "training_step", "train_one_epoch", "train_epoch", "run_step", "train_batch",
      "training_epoch", "_train_step", "_training_step", "_train_one_epoch", "_train_epoch", "train_on_batch",

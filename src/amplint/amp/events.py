@@ -129,6 +129,22 @@ class EventFacts:
         return None
 
     @cached_property
+    def clip_helper_calls(self) -> list[Event]:
+        """Calls of same-file functions that clip gradients and touch nothing else of the step
+        (``self._clip_gradients(max_norm)``), as clip events at the call; not in :attr:`events`."""
+        clippers = set()
+        for function in self.functions:
+            kinds = {e.kind for e in self.events_by_scope.get(function.scope, [])}
+            if K.CLIP in kinds and kinds <= {K.CLIP, K.ZERO_GRAD}:
+                clippers.add(function.scope)
+        if not clippers:
+            return []
+        return [
+            Event(K.CLIP, site) for site in self.calls
+            if site.node not in self.event_by_call and any(f.scope in clippers for f in self.called_functions(site))
+        ]
+
+    @cached_property
     def events_by_scope(self) -> dict[Scope, list[Event]]:
         out: dict[Scope, list[Event]] = {}
         for event in self.events:

@@ -94,14 +94,14 @@ class IterationFacts:
                     out.append(event.optimizer)
         return out
 
-    def optimizers_owning(self, owner: str | None, optimizers: list[str]) -> list[str]:
-        """Those of ``optimizers`` built over the parameters of ``owner`` (``model``,
-        ``model.encoder``), matching a sub- or super-module too."""
+    def optimizers_owning(self, owner: str | None, optimizers: list[str], scope: Scope | None = None) -> list[str]:
+        """Those of ``optimizers`` (as named in ``scope``) built over the parameters of ``owner``
+        (``model``, ``model.encoder``), matching a sub- or super-module too."""
         if owner is None:
             return []
         matched = []
         for optimizer in optimizers:
-            owners = self.optimizer_parameter_owners(optimizer)
+            owners = self.optimizer_parameter_owners(optimizer, scope)
             if owners and any(o == owner or o.startswith(owner + ".") or owner.startswith(o + ".") for o in owners):
                 matched.append(optimizer)
         return matched

@@ -8,7 +8,7 @@ import libcst as cst
 
 from amplint.amp import catalogue as API
 from amplint.semantic import syntax as S
-from amplint.semantic.records import Assignment, CallSite
+from amplint.semantic.records import Assignment, CallSite, Scope
 from amplint.semantic.values import value_calls
 
 
@@ -69,9 +69,20 @@ class OptimizerFacts:
                     out.setdefault(target, []).append(assignment)
         return out
 
-    def optimizer_parameter_owners(self, key: str) -> set[str] | None:
+    def optimizer_builds_of(self, key: str, scope: Scope | None = None) -> list[Assignment]:
+        """The builds of the optimizer variable ``key`` names in ``scope`` (``opt_g`` built in two
+        functions is two variables); all builds of ``key`` when ``scope`` sees none of them
+        (a parameter, an optimizer built by a caller)."""
+        builds = self.optimizer_builds.get(key, [])
+        if scope is None:
+            return builds
+        variable = self.variable(key, scope)
+        own = [a for a in builds if variable is not None and self.variable(key, a.ctx.scope) == variable]
+        return own or builds
+
+    def optimizer_parameter_owners(self, key: str, scope: Scope | None = None) -> set[str] | None:
         """For ``opt = Adam(model.parameters())``: ``{"model"}``; ``None`` when not visible."""
-        constructions = self.optimizer_builds.get(key)
+        constructions = self.optimizer_builds_of(key, scope)
         if not constructions:
             return None
         owners: set[str] = set()

@@ -19,8 +19,7 @@ class ScalerPresence:
         for event in self.events_by_scope.get(scope, []):
             if event.kind not in (*_SCALED_BEFORE, *_STEPS_AFTER):
                 continue
-            info = self.scalers.get(event.scaler or "")
-            if info is None or info.provably_disabled:
+            if event.scaler not in self.scalers or self.scaler_provably_disabled(event.scaler, scope):
                 continue
             if (event.order < order and event.kind in _SCALED_BEFORE) or (event.order > order and event.kind in _STEPS_AFTER):
                 return event.scaler

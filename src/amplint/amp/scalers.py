@@ -10,6 +10,7 @@ import libcst as cst
 from amplint.amp import catalogue as API
 from amplint.amp.events import BACKWARD_KINDS, Event, EventKind
 from amplint.semantic import syntax as S
+from amplint.semantic.identity import Variable
 from amplint.semantic.records import CallSite, Context, Scope
 from amplint.semantic.values import value_calls
 
@@ -21,9 +22,17 @@ def built_disabled(site: CallSite) -> bool:
 
 @dataclass(eq=False)
 class ScalerInfo:
+    """The GradScalers written as one dotted text; ``built_as`` tells which variable each
+    construction binds, so that two functions' ``scaler`` (or two classes' ``self.scaler``)
+    are told apart."""
+
     key: str
     constructions: list[CallSite] = field(default_factory=list)
     evidence: set[str] = field(default_factory=set)
+    built_as: dict[CallSite, Variable | None] = field(default_factory=dict)
+
+    def constructions_of(self, variable: Variable | None) -> list[CallSite]:
+        return [site for site in self.constructions if variable is not None and self.built_as.get(site) == variable]
 
     @property
     def provably_disabled(self) -> bool:
@@ -49,6 +58,7 @@ class ScalerFacts:
                     for target in assignment.targets:
                         info = get(target)
                         info.constructions.append(site)
+                        info.built_as[site] = self.variable(target, assignment.ctx.scope)
                         info.evidence.add("constructed")
         for site in self.calls:
             func = site.node.func
@@ -79,6 +89,9 @@ class ScalerFacts:
             return self._names_scaler_class(node.body, scope, depth) and self._names_scaler_class(node.orelse, scope, depth)
         if self.qualname(node, scope) in API.SCALER_CLASSES:
             return True
+        targets = self.import_targets(node.value, scope) if isinstance(node, cst.Name) else set()
+        if targets and targets <= API.SCALER_CLASSES:
+            return True
         text = S.dotted(node)
         if text is None or depth > 2:
             return False
@@ -98,16 +111,17 @@ class ScalerFacts:
         """Every call that builds a GradScaler, assigned or not."""
         return [site for site in self.calls if not site.in_decorator and self.is_scaler_construction(site)]
 
-    def scaler_provably_disabled(self, key: str, scope: Scope) -> bool:
+    def scaler_provably_disabled(self, key: str | None, scope: Scope) -> bool:
         """The scaler ``key`` as used in ``scope`` is built with ``enabled=False``.
 
-        Constructions in ``scope`` itself decide when there are any (the same name is often built
-        differently in several functions of one file); otherwise all of the file's constructions.
+        The constructions of the variable ``key`` names in ``scope`` decide when there are any
+        (one name is often built differently in several functions or classes of one file);
+        otherwise (a parameter, a scaler built elsewhere) all of the file's constructions of ``key``.
         """
-        info = self.scalers.get(key)
+        info = self.scalers.get(key) if key is not None else None
         if info is None:
             return False
-        sites = [c for c in info.constructions if c.ctx.scope is scope] or info.constructions
+        sites = info.constructions_of(self.variable(key, scope)) or info.constructions
         return bool(sites) and all(built_disabled(c) for c in sites)
 
     def backward_scaler(self, event) -> str | None:

@@ -13,6 +13,7 @@ from amplint.semantic import syntax as S
 from amplint.semantic.records import Branch, Context, Loop, Scope
 
 # Loop variables / iterables of loops over independent runs (k-fold CV, sweeps, seeds).
+_EPOCH_WORDS = re.compile(r"epoch", re.IGNORECASE)
 _RUN_WORDS = re.compile(
     r"(^|_)(folds?|seeds?|trials?|runs?|repeats?|repetitions?|experiments?|exps?|configs?|cfgs?|hparams?|params_grid|"
     r"grid|sweeps?|splits?|lrs?|learning_rates?|settings?|tasks?|kfold|cv|replicates?|evolve|generations?)(_|$|\d)",
@@ -66,12 +67,34 @@ class TrainingFacts:
 
     @cached_property
     def per_step_functions(self) -> set[Scope]:
-        """Functions called once per step or epoch: named so, or called inside a training loop here."""
-        out = {function.scope for function in self.functions if function.node.name.value in self.PER_STEP_NAMES}
+        """Functions that run once per step or epoch: called inside a training loop here (not a
+        loop over runs), or named for one pass (``fit_one_epoch``, ``train_on_batch``); never one
+        that is a whole run itself (:meth:`runs_whole_training`)."""
+        out = {function.scope for function in self.functions if API.names_one_pass(function.node.name.value)}
         for site in self.calls:
-            if any(loop in self.training_loops for loop in site.ctx.loops):
+            if self.training_loops_within_run(site.ctx):
                 out.update(function.scope for function in self.called_functions(site))
-        return out
+        return {scope for scope in out if not self.runs_whole_training(scope)}
+
+    def runs_whole_training(self, scope: Scope) -> bool:
+        """The function is a whole run: it builds its optimizer, or loops over epochs around a
+        loop over batches (yolov5's ``train()``, called once per ``--evolve`` generation)."""
+        if self.builds_own_optimizer(scope):
+            return True
+        own = [loop for loop in self.training_loops if loop.scope is scope]
+        return any(
+            inner is not outer and self.contains(outer.node, inner.node) and self.is_epoch_loop(outer)
+            for inner in own for outer in own
+        )
+
+    def is_epoch_loop(self, loop: Loop) -> bool:
+        """``for epoch in range(...)``, ``for _ in trange(n)``, ``while epoch < n``: not a loop over
+        data, micro-batches or retries."""
+        node = loop.node
+        if isinstance(node, cst.For):
+            header = self.code(node.target) + " " + self.code(node.iter)
+            return bool(_EPOCH_WORDS.search(header)) or re.match(r"\s*(t?range)\(", self.code(node.iter)) is not None
+        return bool(_EPOCH_WORDS.search(self.code(node.test)))
 
     def outermost_training_loop(self, ctx: Context) -> Loop | None:
         """The outermost loop around ``ctx`` (same function) that runs training iterations."""

@@ -21,6 +21,7 @@ class _Clip:
     event: Event
     step: Event
     optimizers: list[str] | None  # None: cannot tell which optimizer's parameters are clipped
+    after_unscaled_too: bool = False  # another path reaches the clip through a plain backward
 
 
 @dataclass
@@ -35,7 +36,11 @@ class ClipBeforeUnscale(Rule):
     Finds gradient clipping (`torch.nn.utils.clip_grad_norm_`, `clip_grad_value_`, timm's
     `dispatch_clip_grad`, FSDP's `model.clip_grad_norm_`) after a scaled backward
     (`scaler.scale(loss).backward()`) and before that scaler's `step`, with no
-    `scaler.unscale_(optimizer)` of the clipped optimizer between them on that path.
+    `scaler.unscale_(optimizer)` of the clipped optimizer between them on that path. A call of a
+    same-file helper that only clips (`self._clip_gradients(max_norm)`) is a clip. A clip after
+    `if fp16: scaler.scale(loss).backward() else: loss.backward()` counts: on the fp16 path it
+    sees scaled gradients (reported without a fix, since an unconditional `unscale_` would be wrong
+    on the other path).
 
     ## Why is this bad?
     Until `unscale_` (or `step`) runs, every gradient is multiplied by the loss scale (65536 at the
@@ -183,16 +188,18 @@ class ClipBeforeUnscale(Rule):
         facts = self.facts
         plans: dict[Event, _StepPlan] = {}
         found: list[_Clip] = []
-        for events in facts.events_by_scope.values():
-            for event in events:
-                clip = self._examine(event, events) if event.kind is K.CLIP else None
-                if clip is not None:
-                    found.append(clip)
-                    plans.setdefault(clip.step, _StepPlan(clip.step)).clips.append(clip)
+        direct = [event for event in facts.events if event.kind is K.CLIP]
+        for event in sorted([*direct, *facts.clip_helper_calls], key=lambda e: e.order):
+            clip = self._examine(event, facts.events_by_scope.get(event.ctx.scope, []))
+            if clip is not None:
+                found.append(clip)
+                plans.setdefault(clip.step, _StepPlan(clip.step)).clips.append(clip)
         for clip in found:
             yield self.violation(
                 clip.event.call,
-                f"Gradients are clipped while still multiplied by the loss scale: call `{clip.step.scaler}.unscale_(...)` "
+                "Gradients are clipped while still multiplied by the loss scale"
+                + (" on the path that scales the backward" if clip.after_unscaled_too else "")
+                + f": call `{clip.step.scaler}.unscale_(...)` "
                 f"before clipping (the scaler steps on line {facts.position(clip.step.call).start.line})",
                 fix=self._fix(plans[clip.step], clip),
             )
@@ -206,9 +213,11 @@ class ClipBeforeUnscale(Rule):
         if not facts.is_scaler(step.scaler) or facts.scaler_provably_disabled(step.scaler, step.ctx.scope):
             return None
         before = [e for e in events if e.order < clip.order]
-        backward = next((e for e in reversed(before) if e.kind is K.SCALE_BACKWARD or e.kind in _UNSCALED_BACKWARDS), None)
-        if backward is not None and backward.kind is not K.SCALE_BACKWARD:
+        backwards = self._last_backwards(before)
+        scaled = [b for b in backwards if b.kind is K.SCALE_BACKWARD]
+        if backwards and not scaled:
             return None  # an unscaled backward: the gradients are not scaled (AMP008's business)
+        backward = scaled[-1] if scaled else None
         if backward is None:
             # The backward runs in another method (``optimizer_step`` of a trainer class): only when
             # nothing in this file unscales this scaler elsewhere.
@@ -224,7 +233,19 @@ class ClipBeforeUnscale(Rule):
                     return None
         if facts.may_unscale_between(clip.ctx.scope, start, clip.order):
             return None
-        return _Clip(clip, step, optimizers)
+        return _Clip(clip, step, optimizers, after_unscaled_too=len(scaled) < len(backwards))
+
+    def _last_backwards(self, before: list[Event]) -> list[Event]:
+        """The last backward before the clip, with those on exclusive paths just before it
+        (``if fp16: scaler.scale(loss).backward() else: loss.backward()``)."""
+        found: list[Event] = []
+        for event in reversed(before):
+            if event.kind is not K.SCALE_BACKWARD and event.kind not in _UNSCALED_BACKWARDS:
+                continue
+            if found and not all(self.facts.exclusive(event.ctx, other.ctx) for other in found):
+                break
+            found.append(event)
+        return found[::-1]
 
     def _clipped_optimizers(self, clip: Event, step: Event) -> list[str] | None:
         """Optimizers whose parameters the clip touches, in step order; ``None`` when unknown."""
@@ -232,13 +253,18 @@ class ClipBeforeUnscale(Rule):
         if stepped is None or len(stepped) <= 1:
             return stepped or None
         owner = self.facts.clip_parameter_owner(clip.call)
-        return self.facts.optimizers_owning(owner, stepped) or None
+        return self.facts.optimizers_owning(owner, stepped, clip.ctx.scope) or None
 
     # -- fixing
     def _insert_point(self, clip: _Clip) -> cst.CSTNode | NoFix:
         """The statement to insert ``unscale_`` before: the clip's, or the loop it is nested in."""
         facts = self.facts
         event, step = clip.event, clip.step
+        if clip.after_unscaled_too:
+            return NoFix(
+                "the clip also follows a plain `loss.backward()` on the other path, where `unscale_` would be wrong: "
+                "unscale_ under the same condition as the scaled backward"
+            )
         if clip.optimizers is None:
             return NoFix("cannot tell which optimizer's gradients are clipped")
         step_branches = set(step.ctx.branches)

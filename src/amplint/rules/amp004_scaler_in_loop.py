@@ -26,8 +26,10 @@ class ScalerInLoop(Rule):
     Finds a GradScaler (`torch.amp.GradScaler`, `torch.GradScaler`, the deprecated
     `torch.cuda.amp.GradScaler`, `ShardedGradScaler`, any alias) constructed inside a loop that
     runs training iterations (the batch loop, or an epoch loop around it), or inside a function
-    evidently called once per step or epoch (`train_step`, `training_step`, `train_one_epoch`,
-    or any function called inside a training loop of the same file).
+    that runs once per step or epoch: one called inside a training loop of the same file,
+    whatever its name (`fit_one_epoch`, `run_epoch`), or one named for a single step, batch or
+    epoch (`train_step`, `training_step`, `train_on_batch`). A function that is a whole run
+    itself (it builds its optimizer, or loops over epochs around a loop over batches) is not.
 
     Not reported: a loop over independent runs, folds, trials or seeds that builds a fresh
     optimizer in the same iteration (k-fold cross-validation, hyper-parameter sweeps), a scaler
@@ -200,17 +202,7 @@ class ScalerInLoop(Rule):
         return False
 
     def _per_step(self, scope: Scope) -> bool:
-        facts = self.facts
-        function = facts.function_of(scope)
-        if function is None or scope not in facts.per_step_functions or facts.builds_own_optimizer(scope):
-            return False
-        if function.node.name.value in facts.PER_STEP_NAMES:
-            return True
-        # Called inside a training loop, but running its own training loop after building the
-        # scaler: the caller's loop may be over runs (yolov5's `--evolve` generations) or epochs.
-        if any(loop.scope is scope for loop in facts.training_loops):
-            return False
-        return any(facts.training_loops_within_run(site.ctx) for site in facts.callers_of(function))
+        return self.facts.function_of(scope) is not None and scope in self.facts.per_step_functions
 
     # -- fixing
     def _hoist(self, site: CallSite, outer: Loop) -> Fix | NoFix:

@@ -6,10 +6,11 @@ from typing import Iterator
 import libcst as cst
 
 from amplint.amp.casts import HalfCast
-from amplint.fix import Fix
+from amplint.fix import Fix, NoFix
 from amplint.fix import edits as E
 from amplint.model import FixSafety
 from amplint.rules.base import Invalid, Rule, Violation
+from amplint.semantic import CallSite
 from amplint.semantic import syntax as S
 
 
@@ -20,7 +21,11 @@ class WholeModelHalf(Rule):
     `model.to(torch.float16)`, `model.to(device, torch.half)`) in code that also uses autocast or a
     `GradScaler`, and Hugging Face models loaded with `torch_dtype=torch.float16` and then trained by a
     `Trainer` with `TrainingArguments(fp16=True)`. A module counts as trained when its parameters go
-    to an optimizer or it is called, with gradients on, in the training loop.
+    to an optimizer or it is called, with gradients on, in the training loop. The cast may be
+    `.type(torch.HalfTensor)` or `.to(dtype=weight_dtype)` where every assignment of `weight_dtype`
+    is a half dtype. A function that casts its model argument in place (`validate(model)` running
+    `model.half()`) is reported when the training loop calls it with the trained model and nothing
+    casts it back, even under `no_grad` or in an evaluation function.
 
     ## Why is this bad?
     Mixed precision keeps the parameters (and so their gradients and the optimizer update) in
@@ -29,7 +34,9 @@ class WholeModelHalf(Rule):
     `ValueError: Attempting to unscale FP16 gradients.`; without a scaler, small updates are
     rounded away in float16/bfloat16 parameters and training stalls. Casting inputs
     (`x.half()`), an EMA/teacher copy used under `no_grad`, or the model in an inference/export
-    function is fine and not reported.
+    function that training does not call is fine and not reported. A validation that runs
+    `model.half()` each epoch leaves the next epoch training a float16 model: its first
+    `scaler.step` raises the same `ValueError`, and the float32 weights are gone.
 
     ## Example
     ```python
@@ -68,7 +75,8 @@ class WholeModelHalf(Rule):
     or drops `torch_dtype=torch.float16` from `from_pretrained`. The model then uses float32
     parameters, which is what AMP expects, but it needs twice the parameter memory, and code that
     relied on float16 weights elsewhere (e.g. feeding float16 inputs outside autocast) may need a
-    change too.
+    change too. A cast in a function the training loop calls is not fixed: evaluate under
+    `torch.autocast`, or cast a copy (`copy.deepcopy(model).half()`).
 
     ## References
     - [Automatic Mixed Precision package - torch.amp](https://pytorch.org/docs/stable/amp.html)
@@ -218,6 +226,10 @@ class WholeModelHalf(Rule):
             return
         for cast in facts.half_casts:
             ctx = cast.ctx
+            during_training = facts.cast_in_place_during_training(cast)
+            if during_training is not None:
+                yield self._cast_in_called_function(cast, *during_training)
+                continue
             if facts.in_no_grad(ctx) or facts.in_inference_function(ctx) or cast.call in facts.casts_undone:
                 continue
             keys = [key for key in facts.cast_modules(cast) if facts.is_trained_module(key, ctx)]
@@ -237,6 +249,19 @@ class WholeModelHalf(Rule):
                 f"{problem}. Keep the parameters float32; autocast casts per op"
             )
             yield self.violation(cast.call, message, fix=self._fix(cast))
+
+    def _cast_in_called_function(self, cast: HalfCast, caller: CallSite, model: str) -> Violation:
+        facts = self.facts
+        function = facts.function_of(cast.ctx.scope).node.name.value  # type: ignore[union-attr]
+        message = (
+            f"`{function}` casts the trained model to {cast.dtype} in place (`{self._short(cast)}`), and the training "
+            f"loop calls it with `{model}` on line {facts.position(caller.node).start.line}: training goes on with "
+            f"{cast.dtype} parameters and gradients"
+            + (" (the next `scaler.step` raises `ValueError: Attempting to unscale FP16 gradients.`)" if cast.dtype == "float16" else "")
+            + " and the float32 weights are lost"
+        )
+        reason = "evaluate under `torch.autocast` instead, or cast a copy (`copy.deepcopy(model).half()`)"
+        return self.violation(cast.call, message, fix=NoFix(reason))
 
     def _short(self, cast: HalfCast) -> str:
         code = self.facts.code

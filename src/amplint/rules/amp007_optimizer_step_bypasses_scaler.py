@@ -177,8 +177,7 @@ class OptimizerStepBypassesScaler(Rule):
                     continue
                 if any(facts.on_path(p.ctx, event.ctx) for p in plain):
                     break  # an unscaled backward after it on the same path: mixed, stay silent
-                info = facts.scalers.get(scaler)
-                if info is not None and info.provably_disabled:
+                if facts.scaler_provably_disabled(scaler, event.ctx.scope):
                     break
                 found.append(event)
                 # Alternatives on exclusive paths (``if a: scaler.scale(l1).backward() else: ...``)

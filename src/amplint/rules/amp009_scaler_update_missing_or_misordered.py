@@ -176,20 +176,19 @@ class ScalerUpdateMissingOrMisordered(Rule):
         facts = self.facts
         for events in facts.events_by_scope.values():
             for update in events:
-                if update.kind is K.UPDATE and self._enabled(update.scaler):
-                    violation = self._misordered_update(update, events)
+                if update.kind is K.UPDATE and self._enabled(update):
+                    violation = self._misordered_update(update, events) or self._update_per_optimizer(update, events)
                     if violation is not None:
                         yield violation
             done: set[tuple[str, int]] = set()
             for step in events:
-                if step.kind is K.SCALER_STEP and self._enabled(step.scaler):
+                if step.kind is K.SCALER_STEP and self._enabled(step):
                     violation = self._missing_update(step, done)
                     if violation is not None:
                         yield violation
 
-    def _enabled(self, scaler: str | None) -> bool:
-        info = self.facts.scalers.get(scaler) if scaler is not None else None
-        return scaler is not None and not (info is not None and info.provably_disabled)
+    def _enabled(self, event: Event) -> bool:
+        return event.scaler is not None and not self.facts.scaler_provably_disabled(event.scaler, event.ctx.scope)
 
     # -- update() before the step, or between two optimizers' steps
     def _misordered_update(self, update: Event, events: list[Event]) -> Violation | None:
@@ -228,6 +227,40 @@ class ScalerUpdateMissingOrMisordered(Rule):
                 f"the scale while the second optimizer's gradients carry the old one; update once after the last step"
             )
         return self.violation(update.call, message, fix=self._move_fix(update, steps))
+
+    def _update_per_optimizer(self, update: Event, events: list[Event]) -> Violation | None:
+        """``for opt in optimizers: scaler.step(opt); scaler.update()`` within one iteration."""
+        facts = self.facts
+        loop = update.ctx.loops[-1] if update.ctx.loops else None
+        if loop is None or loop is facts.iteration_loop(update.ctx) or update.scaler.split(".")[0] in loop.target_names:
+            return None  # no loop, the iteration itself, or one scaler per pass (``zip(opts, scalers)``)
+        steps = [
+            e for e in events
+            if e.kind is K.SCALER_STEP and e.scaler == update.scaler and e.order < update.order
+            and loop in e.ctx.loops and facts.on_path(e.ctx, update.ctx) and facts.optimizer_rebound_per_pass(e)
+        ]
+        if not steps or any(e.kind in BACKWARD_KINDS and loop in e.ctx.loops for e in events):
+            return None
+        message = (
+            f"`{update.scaler}.update()` runs inside the loop over optimizers (line {facts.position(loop.node).start.line}): "
+            f"after the first optimizer's step it changes the scale and resets the per-optimizer state, so "
+            f"`{update.scaler}.step(...)` of the next one unscales gradients that carry the old scale (or were already "
+            "unscaled); update once after the loop"
+        )
+        return self.violation(update.call, message, fix=self._move_after_loop(update, loop))
+
+    def _move_after_loop(self, update: Event, loop) -> Fix | NoFix:
+        facts = self.facts
+        stmt = E.movable_statement(facts, update)
+        if stmt is None or update.ctx.branches != loop_branches(facts, loop, update):
+            return NoFix("the update runs under a condition inside the loop: move it after the loop under that condition")
+        if facts.statement_block(loop.node) is None:
+            return NoFix("the loop is not a statement of a block")
+        new_loop = E.replace_within(loop.node, {stmt: cst.RemovalSentinel.REMOVE})
+        return Fix.safe(
+            f"Move `{update.scaler}.update()` after the loop over optimizers",
+            {loop.node: cst.FlattenSentinel([new_loop, E.movable(stmt)])},
+        )
 
     def _move_fix(self, update: Event, steps: list[Event]) -> Fix | NoFix:
         facts = self.facts
@@ -299,3 +332,9 @@ class ScalerUpdateMissingOrMisordered(Rule):
             f"Move `{scaler}.update()` after the last step of the iteration",
             {stmt: cst.RemovalSentinel.REMOVE, anchor: E.insert_after(anchor, E.movable(stmt))},
         )
+
+
+def loop_branches(facts, loop, event: Event) -> tuple:
+    """The branches around ``event`` that also enclose ``loop`` (the update's own ``if`` inside the
+    loop is not among them)."""
+    return tuple(b for b in event.ctx.branches if facts.contains(b.node, loop.node))

@@ -124,8 +124,7 @@ class UpdatePerMicrobatch(Rule):
     def _check_update(self, update: Event, events: list[Event]) -> Violation | None:
         facts = self.facts
         scaler = update.scaler
-        info = facts.scalers.get(scaler or "")
-        if info is not None and info.provably_disabled:
+        if facts.scaler_provably_disabled(scaler, update.ctx.scope):
             return None
         loop = facts.iteration_loop(update.ctx)
         if loop is None:

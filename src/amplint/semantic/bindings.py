@@ -52,6 +52,15 @@ class BindingQueries:
         targets = {b.target for b in found}
         return next(iter(targets)) if len(targets) == 1 else None
 
+    def import_targets(self, name: str, scope: Scope) -> set[str]:
+        """The qualified names ``name`` may be imported as, seen from ``scope``, when every binding
+        of it there is an import (``try: from torch.amp import GradScaler / except ImportError:
+        from torch.cuda.amp import GradScaler`` gives both); empty otherwise."""
+        found = self.bindings_of(name, scope)
+        if not found or any(not b.is_import or b.target is None for b in found):
+            return set()
+        return {self.canonical_name(b.target) for b in found}
+
     def import_binding(self, name: str, scope: Scope) -> tuple[ImportRecord, cst.ImportAlias, str] | None:
         """The import statement and alias that bind ``name`` as seen from ``scope``."""
         found = self.bindings_of(name, scope)
@@ -81,15 +90,22 @@ class BindingQueries:
     def import_bound_names(self) -> set[str]:
         return {name for scope in self.scopes for name, found in scope.bindings.items() if any(b.is_import for b in found)}
 
+    @cached_property
+    def imported_references(self) -> list[tuple[Reference, str]]:
+        """Every reference that resolves to an import, with its canonical qualified name,
+        resolved once for all queries."""
+        bound = self.import_bound_names
+        out: list[tuple[Reference, str]] = []
+        for ref in self.references:
+            if ref.parts[0] in bound:
+                qualname = self.qualname(ref.node, ref.ctx.scope)
+                if qualname is not None:
+                    out.append((ref, qualname))
+        return out
+
     def references_to(self, predicate) -> Iterator[tuple[Reference, str]]:
         """References whose canonical qualified name satisfies ``predicate``."""
-        bound = self.import_bound_names
-        for ref in self.references:
-            if ref.parts[0] not in bound:
-                continue
-            qualname = self.qualname(ref.node, ref.ctx.scope)
-            if qualname is not None and predicate(qualname):
-                yield ref, qualname
+        return ((ref, qualname) for ref, qualname in self.imported_references if predicate(qualname))
 
     def attribute_bindings(self, class_scope: Scope | None, attribute: str) -> list[Binding]:
         """``self.<attribute> = ...`` assignments made in the methods of ``class_scope``."""

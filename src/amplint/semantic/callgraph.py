@@ -6,6 +6,7 @@ from functools import cached_property
 
 import libcst as cst
 
+from amplint.semantic import syntax as S
 from amplint.semantic.records import CallSite, FunctionInfo, Reference, Scope
 
 
@@ -64,6 +65,17 @@ class CallGraph:
     def callers_of(self, function: FunctionInfo) -> list[CallSite]:
         """Calls in this file that may run ``function``."""
         return [site for site in self.calls if function in self.called_functions(site)]
+
+    def argument_for(self, site: CallSite, function: FunctionInfo, param: str) -> cst.BaseExpression | None:
+        """The expression ``site`` passes for ``function``'s parameter ``param``; a method called
+        as ``self.f(...)`` / ``obj.f(...)`` does not count its ``self``."""
+        if param not in function.params:
+            return None
+        position = function.params.index(param)
+        bound_method = function.class_name is not None and isinstance(site.node.func, cst.Attribute)
+        if bound_method and function.params and function.params[0] in ("self", "cls"):
+            position -= 1
+        return S.argument(site.node, position if position >= 0 else None, param)
 
     @cached_property
     def calls_by_scope(self) -> dict[Scope, list[CallSite]]:

@@ -14,6 +14,7 @@ from amplint.semantic import syntax as S
 from amplint.semantic.records import (
     Assignment, Binding, BindingKind, Branch, CallSite, Context, FunctionInfo, ImportRecord, Loop, Reference, Scope,
 )
+from amplint.semantic.import_records import imported_names
 from amplint.semantic.syntax import bound_names, target_text
 from amplint.semantic.walk import Walker
 
@@ -154,37 +155,21 @@ class Collector(Walker):
 
     # -- imports
     def visit_Import(self, node: cst.Import) -> bool:
+        return self._record_import(node)
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        return self._record_import(node)
+
+    def _record_import(self, node: cst.Import | cst.ImportFrom) -> bool:
         aliases = []
-        for alias in node.names:
-            full = S.module_name(alias.name)
-            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                bound, target = alias.asname.name.value, full
-            else:
-                bound = full.split(".")[0]
-                target = bound
-            self.scope.bind(bound, BindingKind.IMPORT, alias, target)
+        for alias, bound, target, binding_target in imported_names(node):
+            self.scope.bind(bound, BindingKind.IMPORT, alias, binding_target)
             aliases.append((alias, bound, target))
         self.imports.append(ImportRecord(node, self.stmt_stack[-1] if self.stmt_stack else None, self.scope, tuple(aliases), self.context()))
         return False
 
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
-        if node.relative:
-            module = "." * len(node.relative) + S.module_name(node.module)
-        else:
-            module = S.module_name(node.module)
-        aliases = []
-        if not isinstance(node.names, cst.ImportStar):
-            for alias in node.names:
-                name = S.module_name(alias.name)
-                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                    bound = alias.asname.name.value
-                else:
-                    bound = name
-                target = f"{module}.{name}" if not node.relative else f"{module}{name}"
-                self.scope.bind(bound, BindingKind.IMPORT, alias, target if not node.relative else None)
-                aliases.append((alias, bound, target))
-        self.imports.append(ImportRecord(node, self.stmt_stack[-1] if self.stmt_stack else None, self.scope, tuple(aliases), self.context()))
-        return False
+    def visit_Global(self, node: cst.Global) -> None:
+        self.scope.declared_global.update(item.name.value for item in node.names)
 
     # -- assignments
     def _bind_target(self, target: cst.CSTNode, kind: BindingKind, node: cst.CSTNode,

@@ -4,6 +4,7 @@ It knows nothing about torch. :class:`SemanticModel` runs the one walk
 (:class:`~amplint.semantic.collector.Collector`) and answers, through its parts:
 
 - bindings (:mod:`amplint.semantic.bindings`): what a name or dotted expression resolves to;
+- identity (:mod:`amplint.semantic.identity`): which variable a dotted text names at a place;
 - flow (:mod:`amplint.semantic.flow`): containment, exclusive branches, blocks;
 - the call graph (:mod:`amplint.semantic.callgraph`): same-file calls and their callers;
 - values (:mod:`amplint.semantic.values`): the calls an expression may evaluate to.
@@ -20,10 +21,11 @@ from amplint.semantic.bindings import BindingQueries
 from amplint.semantic.callgraph import CallGraph
 from amplint.semantic.collector import Collector
 from amplint.semantic.flow import FlowQueries
+from amplint.semantic.identity import IdentityQueries
 from amplint.semantic.records import Assignment, CallSite, Context, Reference, Scope
 
 
-class SemanticModel(BindingQueries, FlowQueries, CallGraph):
+class SemanticModel(BindingQueries, IdentityQueries, FlowQueries, CallGraph):
     def __init__(self, module: cst.Module, positions: dict[cst.CSTNode, CodeRange], path: str):
         self.module = module
         self.path = path
@@ -89,8 +91,8 @@ class SemanticModel(BindingQueries, FlowQueries, CallGraph):
         out = [a for a in self.assignments if key in a.targets]
         if scope is not None:
             if key.startswith("self."):
-                own = self.function_of(scope)
-                out = [a for a in out if (fn := self.function_of(a.ctx.scope)) is not None and own is not None and fn.class_name == own.class_name]
+                own = self.variable(key, scope)
+                out = [a for a in out if own is not None and self.variable(key, a.ctx.scope) == own]
             else:
                 out = [a for a in out if a.ctx.scope is scope or a.ctx.scope.kind == "module"]
         return out

@@ -50,12 +50,22 @@ class Scope:
     bindings: dict[str, list[Binding]] = field(default_factory=dict)
     # class scopes: ``self.<attr>`` assignments made in the class's methods
     attributes: dict[str, list[Binding]] = field(default_factory=dict)
+    declared_global: set[str] = field(default_factory=set)  # ``global x`` in this function
 
     def bind(self, name: str, kind: BindingKind, node: cst.CSTNode | None = None, target: str | None = None,
              value: cst.BaseExpression | None = None) -> Binding:
+        if name in self.declared_global and self.parent is not None:
+            return self.module.bind(name, kind, node, target, value)
         binding = Binding(name, kind, self, node, target, value)
         self.bindings.setdefault(name, []).append(binding)
         return binding
+
+    @property
+    def module(self) -> "Scope":
+        scope = self
+        while scope.parent is not None:
+            scope = scope.parent
+        return scope
 
     @property
     def function(self) -> "Scope":
