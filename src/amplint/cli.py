@@ -164,6 +164,8 @@ def _check_selectors(option: str, selectors: tuple[str, ...]) -> None:
 @click.option("--no-cache", is_flag=True, help="Do not read or write the result cache.")
 @click.option("--cache-dir", type=click.Path(file_okay=False, path_type=str), help="Cache folder (default: .amplint_cache in the project root).")
 @click.option("--no-prefilter", is_flag=True, help="Parse every file, even those without any AMP trigger text.")
+@click.option("--no-project", is_flag=True,
+              help="Lint each file on its own: do not follow calls into other modules of the project.")
 @click.option("--stdin-filename", metavar="PATH", help="The name of the file read from stdin (`-`).")
 @click.option("--add-noqa", is_flag=True, help="Add `# noqa: CODE` to every line with a finding (merging with existing noqa comments).")
 def check_command(paths, **options) -> None:
@@ -215,6 +217,7 @@ def _settings_and_config(paths: list[str], options: dict):
         per_file_ignores=config.per_file_ignores,
         target_torch=target,
         prefilter=not options["no_prefilter"],
+        project_analysis=config.project_analysis and not options.get("no_project", False),
         root=str(config.root.resolve()),
     )
     try:

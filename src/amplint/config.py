@@ -29,6 +29,7 @@ KEYS = (
     "extend-exclude",
     "target-torch",
     "output-format",
+    "project-analysis",
 )
 
 
@@ -48,6 +49,7 @@ class Config:
     target_torch: tuple[int, int] | None = None
     target_torch_text: str | None = field(default=None, compare=False)
     output_format: str | None = None  # None: not set (the CLI's default)
+    project_analysis: bool = True  # False: each file is linted on its own (``project-analysis = false``)
 
     @property
     def root(self) -> Path:
@@ -200,6 +202,10 @@ def parse_table(table: dict[str, Any], label: str, path: Path | None) -> Config:
             values["target_torch_text"] = value
         elif key == "output-format":
             values["output_format"] = _output_format(value, where)
+        elif key == "project-analysis":
+            if not isinstance(value, bool):
+                raise ConfigError(f"{where} must be true or false")
+            values["project_analysis"] = value
     _check_conflicts(values, label)
     return Config(path=path, **values)
 

@@ -27,6 +27,7 @@ def settings_for_directory(directory: str | Path, respect_noqa: bool = True) -> 
         target_torch=config.target_torch,
         root=str(config.root.resolve()),
         respect_noqa=respect_noqa,
+        project_analysis=config.project_analysis,
     )
 
 

@@ -54,6 +54,8 @@ class Settings:
     root: str = "."  # per-file-ignores globs are relative to this
     # False reports findings despite their ``# noqa`` comments (flake8's --disable-noqa).
     respect_noqa: bool = True
+    # False lints each file on its own: calls into other modules of the project are not followed.
+    project_analysis: bool = True
 
     def validate(self) -> None:
         self.enabled_codes()

@@ -58,6 +58,8 @@ class Checkpoint:
     # (key, statement) for each ``ckpt["key"] = value`` that completes the dict after it is built
     subscript_stmts: list[tuple[str | None, cst.CSTNode]] = field(default_factory=list)
     variable: str | None = None  # the dict's variable, when it is built before the save
+    # ``torch.save(optimizer.state_dict(), "optimizer.pt")``: one state per file, no dict
+    single: bool = False
 
     @property
     def keys(self) -> list[str | None]:
@@ -82,6 +84,15 @@ class Checkpoint:
 class CheckpointFacts:
     """Mixed into :class:`~amplint.amp.facts.FileFacts`."""
 
+    @cached_property
+    def project(self):
+        """The :class:`~amplint.project.query.ProjectView` of this file. The engine sets it with
+        what the file's imports reach; facts built on their own see only the file itself."""
+        from amplint.project.query import ProjectView
+        from amplint.project.summarize import summarize_text
+
+        return ProjectView(self, summarize_text(self.module.code))
+
     # -- the save side
     @cached_property
     def checkpoint_saves(self) -> list[Event]:
@@ -100,13 +111,20 @@ class CheckpointFacts:
 
     def _read_checkpoint(self, event: Event) -> Checkpoint | None:
         obj = S.argument(event.call, 0, "obj")
+        if self._state_dict_receiver(obj) is not None:
+            return Checkpoint(items=[(None, obj, obj)], single=True)  # type: ignore[list-item]
+        return self.checkpoint_value(obj, event.ctx)
+
+    def checkpoint_value(self, obj: cst.CSTNode | None, at: Context) -> Checkpoint | None:
+        """What the dict ``obj`` holds when it is written at ``at``: a display, ``dict(...)``, or a
+        variable built before in the same function (and completed key by key)."""
         items = S.dict_items(obj)
         if items is not None:
             return Checkpoint(items=items, container=obj)
         if not isinstance(obj, cst.Name):
             return None
         name = obj.value
-        before = [a for a in self.assignments if a.ctx.scope is event.ctx.scope and a.ctx.order < event.order]
+        before = [a for a in self.assignments if a.ctx.scope is at.scope and a.ctx.order < at.order]
         whole = [a for a in before if name in a.targets and not a.subscript_keys]
         if not whole:
             return None
@@ -114,7 +132,7 @@ class CheckpointFacts:
         items = S.dict_items(last.value)
         if items is None or len(last.targets) != 1:
             return None
-        if len(whole) > 1 and tuple(event.ctx.branches[: len(last.ctx.branches)]) != tuple(last.ctx.branches):
+        if len(whole) > 1 and tuple(at.branches[: len(last.ctx.branches)]) != tuple(last.ctx.branches):
             return None  # built in one branch, something else in another: cannot tell what is saved
         checkpoint = Checkpoint(items=list(items), container=last.value, variable=name)
         for assignment in before:
@@ -124,7 +142,7 @@ class CheckpointFacts:
                 if base == name:
                     checkpoint.items.append((key, assignment.value, assignment.node))  # type: ignore[arg-type]
                     checkpoint.subscript_stmts.append((key, assignment.ctx.stmt))  # type: ignore[arg-type]
-        if self.dict_escapes(name, event.ctx, last.ctx.order):
+        if self.dict_escapes(name, at, last.ctx.order):
             return None
         return checkpoint
 

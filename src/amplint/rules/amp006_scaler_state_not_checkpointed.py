@@ -6,6 +6,7 @@ from typing import Iterator
 import libcst as cst
 
 from amplint.amp import Event
+from amplint.amp.checkpoint_helpers import CheckpointHelperFacts, HelperCheckpoint, scaler_path_like, state_dict_methods
 from amplint.amp.checkpoints import Checkpoint, scaler_key_like
 from amplint.amp.checkpoints import scaler_key_like as _styled_key  # noqa: F401 - the fix-shape tests import it here
 from amplint.fix import Fix, NoFix
@@ -13,6 +14,7 @@ from amplint.fix import dicts as D
 from amplint.fix import edits as E
 from amplint.model import FixSafety
 from amplint.rules.base import SCALER_TRIGGERS, Invalid, Rule, Violation
+from amplint.semantic import syntax as S
 
 
 class ScalerStateNotCheckpointed(Rule):
@@ -153,8 +155,16 @@ class ScalerStateNotCheckpointed(Rule):
             if id(written) not in reported:
                 reported.add(id(written))
                 yield violation
+        for method in state_dict_methods(self.facts):
+            violation = self._check_state_method(method)
+            if violation is not None:
+                yield violation
         for event in self.facts.state_restores:
-            violation = self._check_load(event)
+            violation = self._check_load(event) or self._check_unwritten_key(event)
+            if violation is not None:
+                yield violation
+        for helper in CheckpointHelperFacts(self.facts).calls():
+            violation = self._check_helper(helper)
             if violation is not None:
                 yield violation
 
@@ -163,22 +173,62 @@ class ScalerStateNotCheckpointed(Rule):
         facts = self.facts
         scalers = facts.checkpointed_scalers(event.ctx)
         checkpoint = facts.saved_checkpoint(event) if scalers else None
-        if checkpoint is None or checkpoint.has_spread:
+        if checkpoint is None or facts.scaler_saved_beside(event, scalers):
+            return None
+        return self._check_checkpoint(event.call, checkpoint, scalers, event.ctx, lambda keys: self._save_fix(event, checkpoint, scalers, keys))
+
+    def _check_checkpoint(self, node, checkpoint: Checkpoint, scalers: list[str], ctx, fix, where: str = "This checkpoint") -> Violation | None:
+        """The finding for a checkpoint that holds optimizer state and no scaler state."""
+        facts = self.facts
+        if checkpoint.has_spread:
             return None
         optimizer_keys = [key for key, value, _ in checkpoint.items if facts.is_optimizer_state(key, value)]
-        if not optimizer_keys or facts.holds_scaler_state(checkpoint, scalers) or facts.scaler_saved_beside(event, scalers):
+        if not optimizer_keys or facts.holds_scaler_state(checkpoint, scalers):
             return None
         has_model = any(facts.is_model_state(key, value) for key, value, _ in checkpoint.items)
         names = ", ".join(f"`{s}`" for s in scalers)
         message = (
-            f"This checkpoint saves the optimizer{' and model' if has_model else ''} state but not the GradScaler's "
+            f"{where} saves the optimizer{' and model' if has_model else ''} state but not the GradScaler's "
             f"({names} is in scope): a resumed run restarts at scale 65536 and skips steps until it backs off again. "
             f"Save `{scalers[0]}.state_dict()` with it"
         )
-        return self.violation(event.call, message, fix=self._save_fix(event, checkpoint, scalers, optimizer_keys))
+        return self.violation(node, message, fix=fix(optimizer_keys))
+
+    def _check_state_method(self, method) -> Violation | None:
+        """``def state_dict(self): return {...}`` of a class whose GradScaler is left out."""
+        scalers = self.facts.checkpointed_scalers(method.ctx)
+        checkpoint = self.facts.checkpoint_value(method.value, method.ctx) if scalers else None
+        if checkpoint is None:
+            return None
+        where = f"`{method.function.class_name}.state_dict`"
+        return self._check_checkpoint(
+            method.value, checkpoint, scalers, method.ctx,
+            lambda keys: self._dict_fix(method.ctx, checkpoint, scalers, keys, "this state_dict"), where,
+        )
 
     def _save_fix(self, event: Event, checkpoint: Checkpoint, scalers: list[str], optimizer_keys: list[str | None]) -> Fix | NoFix:
-        reason = self._scaler_unfit(event, scalers, "this save")
+        if checkpoint.single:
+            return self._file_save_fix(event, scalers)
+        return self._dict_fix(event.ctx, checkpoint, scalers, optimizer_keys, "this save")
+
+    def _file_save_fix(self, event: Event, scalers: list[str]) -> Fix | NoFix:
+        """``torch.save(scaler.state_dict(), "scaler.pt")`` after ``torch.save(optimizer.state_dict(), "optimizer.pt")``."""
+        reason = self._scaler_unfit(event.ctx, scalers, "this save")
+        if reason is not None:
+            return NoFix(reason)
+        stmt = event.ctx.stmt
+        if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr)
+                and stmt.body[0].value is event.call and self.facts.statement_block(stmt) is not None):
+            return NoFix("the optimizer is saved in a statement the fix cannot follow")
+        path = scaler_path_like(S.argument(event.call, 1, "f"))
+        if path is None:
+            return NoFix("no literal in the optimizer's file name to derive the scaler's file name from")
+        code = self.facts.module.code_for_node
+        new = cst.parse_statement(f"{code(event.call.func)}({scalers[0]}.state_dict(), {code(path)})\n")
+        return Fix.safe(f"Save `{scalers[0]}.state_dict()` to its own file beside the optimizer's", {stmt: E.insert_after(stmt, new)})
+
+    def _dict_fix(self, ctx, checkpoint: Checkpoint, scalers: list[str], optimizer_keys: list[str | None], point: str) -> Fix | NoFix:
+        reason = self._scaler_unfit(ctx, scalers, point)
         if reason is not None:
             return NoFix(reason)
         scaler = scalers[0]
@@ -205,14 +255,14 @@ class ScalerStateNotCheckpointed(Rule):
             return Fix.safe(message, {container: E.insert_arg(container, len(container.args), E.keyword(key, value))})
         return NoFix("the checkpoint dict is not visible here")
 
-    def _scaler_unfit(self, event: Event, scalers: list[str], point: str) -> str | None:
-        """Why the one scaler in scope cannot be written into the fix at ``event``, if it cannot."""
+    def _scaler_unfit(self, ctx, scalers: list[str], point: str, none_ok: bool = False) -> str | None:
+        """Why the one scaler in scope cannot be written into the fix at ``ctx``, if it cannot."""
         if len(scalers) != 1:
             return "several scalers are in scope"
         scaler = scalers[0]
-        if self.facts.scaler_may_be_none(scaler, event.ctx):
+        if not none_ok and self.facts.scaler_may_be_none(scaler, ctx):
             return f"`{scaler}` may be None here"
-        if self.facts.scaler_created_at(scaler, event.ctx) > event.order:
+        if self.facts.scaler_created_at(scaler, ctx) > ctx.order:
             return f"`{scaler}` is created after {point}"
         return None
 
@@ -232,19 +282,120 @@ class ScalerStateNotCheckpointed(Rule):
         return self.violation(event.call, message, fix=self._load_fix(event, scalers))
 
     def _load_fix(self, event: Event, scalers: list[str]) -> Fix | NoFix:
-        reason = self._scaler_unfit(event, scalers, "the optimizer is restored")
+        reason = self._scaler_unfit(event.ctx, scalers, "the optimizer is restored")
         if reason is not None:
             return NoFix(reason)
         scaler = scalers[0]
-        lookup = self.facts.checkpoint_lookup(event)
-        if lookup is None:
-            return NoFix("the checkpoint the optimizer state comes from is not a `ckpt[\"key\"]` lookup")
-        checkpoint, optimizer_key, key_node = lookup
         stmt = event.ctx.stmt
         if not isinstance(stmt, cst.SimpleStatementLine) or self.facts.statement_block(stmt) is None:
             return NoFix("the optimizer is restored in a statement the fix cannot follow")
+        lookup = self.facts.checkpoint_lookup(event)
+        if lookup is None:
+            return self._file_load_fix(event, scaler, stmt)
+        checkpoint, optimizer_key, key_node = lookup
         key = self.facts.saved_scaler_key(scaler, optimizer_key) or scaler_key_like(optimizer_key)
         literal = D.quoted(key, key_node)
         new = cst.parse_statement(f"if {literal} in {checkpoint}:\n    {scaler}.load_state_dict({checkpoint}[{literal}])\n")
         message = f'Restore `{scaler}` from {checkpoint}["{key}"] after the optimizer'
         return Fix.safe(message, {stmt: E.insert_after(stmt, new)})
+
+    def _file_load_fix(self, event: Event, scaler: str, stmt: cst.CSTNode) -> Fix | NoFix:
+        """``optimizer.load_state_dict(torch.load(".../optimizer.pt"))``: load the scaler's own file
+        after it, when there is one (checkpoints written before the fix have none)."""
+        args = S.positional_args(event.call)
+        load = args[0].value if args else None
+        site = self.facts.call_site(load) if isinstance(load, cst.Call) else None
+        if site is None or site.qualname != "torch.load":
+            return NoFix("the checkpoint the optimizer state comes from is not a `ckpt[\"key\"]` lookup")
+        path = scaler_path_like(S.argument(load, 0, "f"))
+        if path is None:
+            return NoFix("no literal in the optimizer's file name to derive the scaler's file name from")
+        code = self.facts.module.code_for_node
+        scaler_load = load.with_changes(args=[load.args[0].with_changes(value=path), *load.args[1:]])
+        new = cst.parse_statement(
+            f"try:\n    {scaler}.load_state_dict({code(scaler_load)})\nexcept FileNotFoundError:\n    pass\n"
+        )
+        return Fix.safe(f"Restore `{scaler}` from its own file after the optimizer", {stmt: E.insert_after(stmt, new)})
+
+    # -- a resume that reads a scaler key no save writes
+    def _check_unwritten_key(self, event: Event) -> Violation | None:
+        facts = self.facts
+        receiver = event.receiver
+        if receiver is None or not facts.is_scaler(receiver):
+            return None
+        read = _read_key(event.call)
+        if read is None:
+            return None
+        checkpoint, key = read
+        optimizer_keys = {
+            lookup[1] for other in facts.state_restores
+            if other.ctx.scope is event.ctx.scope and facts.restores_optimizer(other)
+            and (lookup := facts.checkpoint_lookup(other)) is not None and lookup[0] == checkpoint
+        }
+        if not optimizer_keys:
+            return None
+        saves = list(facts.project.visible_saves())
+        writers = [(module, function, save) for module, function, save in saves if optimizer_keys & set(save.keys)]
+        if not writers or not all(save.complete for _, _, save in saves) or any(key in save.keys for _, _, save in saves):
+            return None
+        if any(function.saved_whole for _, function, _ in saves):
+            return None  # some save writes a dict built elsewhere: its keys are not all seen
+        module, function, save = writers[0]
+        place = f"{module}:{save.line}" if module else f"line {save.line}"
+        message = (
+            f'The scaler is restored from "{key}", but no checkpoint saved in this project writes that key '
+            f"(`{function.name}` at {place} saves the optimizer without it): the resumed run restarts at scale 65536"
+        )
+        return self.violation(event.call, message, fix=NoFix("the save side must write the scaler's state first"))
+
+    # -- helpers that save or restore what they are handed
+    def _check_helper(self, helper: HelperCheckpoint) -> Violation | None:
+        site, callee = helper.site, helper.callee
+        scalers = list(helper.scalers)
+        if helper.whole is not None:
+            checkpoint = self.facts.checkpoint_value(helper.whole, site.ctx)
+            if checkpoint is None:
+                return None
+            where = f"The checkpoint handed to {callee.where}"
+            return self._check_checkpoint(
+                site.node, checkpoint, scalers, site.ctx,
+                lambda keys: self._dict_fix(site.ctx, checkpoint, scalers, keys, "this call"), where,
+            )
+        names = ", ".join(f"`{s}`" for s in scalers)
+        if helper.side == "save":
+            message = (
+                f"{callee.where} saves the optimizer state it is handed but not the GradScaler's ({names} is in scope "
+                "and not passed): a resumed run restarts at scale 65536 and skips steps"
+            )
+        else:
+            message = (
+                f"{callee.where} restores the optimizer state it is handed but not the GradScaler's ({names} is in scope "
+                "and not passed): the resumed run restarts at scale 65536 and skips steps"
+            )
+        return self.violation(site.node, message, fix=self._helper_fix(helper))
+
+    def _helper_fix(self, helper: HelperCheckpoint) -> Fix | NoFix:
+        site, callee = helper.site, helper.callee
+        if helper.scaler_param is None:
+            verb = "save" if helper.side == "save" else "restore"
+            return NoFix(f"`{callee.function.name}` has no scaler parameter: give it one and {verb} the scaler's state there")
+        reason = self._scaler_unfit(site.ctx, list(helper.scalers), "this call", none_ok=True)
+        if reason is not None:
+            return NoFix(reason)
+        scaler = helper.scalers[0]
+        call = site.node
+        arg = E.keyword(helper.scaler_param, cst.parse_expression(scaler))
+        return Fix.safe(f"Pass `{helper.scaler_param}={scaler}`", {call: E.insert_arg(call, len(call.args), arg)})
+
+
+def _read_key(call: cst.Call) -> tuple[str, str] | None:
+    """``("ckpt", "scaler")`` for ``x.load_state_dict(ckpt["scaler"])`` or ``(ckpt.get("scaler"))``."""
+    args = S.positional_args(call)
+    arg = args[0].value if args else None
+    if isinstance(arg, cst.Subscript) and len(arg.slice) == 1 and isinstance(arg.slice[0].slice, cst.Index):
+        base, key = S.dotted(arg.value), S.string_value(arg.slice[0].slice.value)
+    elif isinstance(arg, cst.Call) and isinstance(arg.func, cst.Attribute) and arg.func.attr.value == "get" and arg.args:
+        base, key = S.dotted(arg.func.value), S.string_value(arg.args[0].value)
+    else:
+        return None
+    return (base, key) if base and key else None
