@@ -96,10 +96,15 @@ class CheckpointHelperFacts:
         facts = self.facts
         if _qualified_name(facts.function_of(site.ctx.scope)) == callee.function.name:
             return True
-        return any(
-            _qualified_name(facts.function_of(event.ctx.scope)) == callee.function.name and facts.checkpointed_scalers(event.ctx)
-            for event in (*facts.checkpoint_saves, *facts.state_restores)
-        )
+        for event in (*facts.checkpoint_saves, *facts.state_restores):
+            function = facts.function_of(event.ctx.scope)
+            if _qualified_name(function) != callee.function.name:
+                continue
+            for scaler in facts.checkpointed_scalers(event.ctx):
+                own = scaler in function.params or any(a.ctx.scope is event.ctx.scope for a in facts.assignments_to(scaler))
+                if not own:
+                    return True
+        return False
 
     def _read(self, site, callee: Callee, side: str) -> HelperCheckpoint | None:
         facts = self.facts

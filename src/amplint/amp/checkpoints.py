@@ -281,8 +281,8 @@ class CheckpointFacts:
         module_level: list[str] = []
         function = self.function_of(ctx.scope)
         for key, info in self.scalers.items():
-            if info.provably_disabled:
-                continue
+            if self.scaler_provably_disabled(key, ctx.scope):
+                continue  # built with ``enabled=False`` here, whatever other functions do
             if not info.constructions and not (info.evidence & {"scale-backward", "unscale_", "named-step"}):
                 continue
             if self.scaler_optional(key):

@@ -362,7 +362,13 @@ class ScalerStateNotCheckpointed(Rule):
                 lambda keys: self._dict_fix(site.ctx, checkpoint, scalers, keys, "this call"), where,
             )
         names = ", ".join(f"`{s}`" for s in scalers)
-        if helper.side == "save":
+        what = "saved" if helper.side == "save" else "restored"
+        if helper.scaler_param is not None:
+            message = (
+                f"{callee.where} is called without its `{helper.scaler_param}` argument, so the GradScaler's state "
+                f"({names} is in scope) is not {what} with the optimizer's: a resumed run restarts at scale 65536 and skips steps"
+            )
+        elif helper.side == "save":
             message = (
                 f"{callee.where} saves the optimizer state it is handed but not the GradScaler's ({names} is in scope "
                 "and not passed): a resumed run restarts at scale 65536 and skips steps"
