@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from amplint.amp import catalogue as API
+from amplint.amp.checkpoint_libraries import DELEGATING_KEYWORDS, LIBRARY_HELPERS
 from amplint.project.query import Callee
 from amplint.semantic import syntax as S
 
@@ -77,7 +78,7 @@ class CheckpointHelperFacts:
     def calls(self):
         facts = self.facts
         for site in facts.calls:
-            callee = facts.project.callee(site)
+            callee = self.callee(site)
             if callee is None:
                 continue
             function = callee.function
@@ -87,6 +88,14 @@ class CheckpointHelperFacts:
             found = self._read(site, callee, side)
             if found is not None:
                 yield found
+
+    def callee(self, site) -> Callee | None:
+        """The project function ``site`` calls, else a library checkpointer it builds."""
+        callee = self.facts.project.callee(site)
+        if callee is None and site.qualname in LIBRARY_HELPERS:
+            library, function = LIBRARY_HELPERS[site.qualname]
+            callee = Callee(function, library)
+        return callee
 
     def _inside(self, site, callee: Callee) -> bool:
         """The call is in the helper itself, or the helper is in this file and sees a scaler of
@@ -114,6 +123,8 @@ class CheckpointHelperFacts:
         scalers = facts.checkpointed_scalers(site.ctx)
         if not scalers or any(facts.mentions_scaler(value, scalers) for value in bound.values()):
             return None
+        if any(p in DELEGATING_KEYWORDS or S.dotted(v) == "self" for p, v in bound.items()):
+            return None  # handed a trainer whose own state_dict may hold the scaler
         if self._scaler_handled_beside(site, scalers, side):
             return None
         function = callee.function
@@ -146,7 +157,7 @@ class CheckpointHelperFacts:
         for other in facts.calls:
             if other is site or other.ctx.scope is not scope:
                 continue
-            callee = facts.project.callee(other)
+            callee = self.callee(other)
             if callee is None:
                 continue
             effect = callee.function.saves_scaler if side == "save" else callee.function.restores_scaler

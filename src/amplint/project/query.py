@@ -30,6 +30,8 @@ class Callee:
     @property
     def where(self) -> str:
         """``save_checkpoint`` in ``utils.py`` (line 12), for messages."""
+        if not self.function.line:  # a library's, summarised by hand
+            return f"{self.module}'s `{self.function.name}`"
         place = f" in {self.module}" if self.module else ""
         return f"`{self.function.name}`{place} (line {self.function.line})"
 
@@ -53,29 +55,39 @@ class ProjectView:
             owner = function.class_name if function is not None else None
             found = self.own.function(f"{owner}.{parts[1]}") if owner else None
             return Callee(found, "") if found is not None else None
-        bindings = facts.bindings_of(head, site.ctx.scope)
+        found = self._resolve(site)
+        if found is None:
+            return None
+        module, summary, name = found
+        function = summary.function(name)
+        return Callee(function, module) if function is not None else None
+
+    def builds_scaler(self, site) -> bool:
+        """``site`` constructs a project class that builds a GradScaler (a ``NativeScaler``-style wrapper)."""
+        found = self._resolve(site)
+        return found is not None and found[2] in found[1].scaler_classes
+
+    def _resolve(self, site) -> tuple[str, ModuleSummary, str] | None:
+        """(module path, its summary, name) for a call of a module-level name defined or imported
+        here; the path is "" for this file."""
+        parts = (site.func_text or "").split(".")
+        bindings = self.facts.bindings_of(parts[0], site.ctx.scope) if parts[0] else []
         if not bindings or any(b.scope.kind != "module" or b.kind.name not in _MODULE_LEVEL_KINDS for b in bindings):
             return None
         kinds = {b.kind.name for b in bindings}
-        if kinds <= {"DEF"} and len(parts) == 1 and head in self.own.defined:
-            found = self.own.function(head)
-            return Callee(found, "") if found is not None else None
+        if kinds <= {"DEF", "CLASS"}:
+            return ("", self.own, parts[0]) if len(parts) == 1 and parts[0] in self.own.defined else None
         if kinds != {"IMPORT"} or self.context is None:
             return None
-        target = self.context.target(head)
-        if target is None:
-            return None
-        summary = self.context.module(target.module)
+        target = self.context.target(parts[0])
+        summary = self.context.module(target.module) if target is not None else None
         if summary is None:
             return None
         if target.attribute is not None and len(parts) == 1:
-            name = target.attribute
-        elif target.attribute is None and len(parts) == 2:
-            name = parts[1]
-        else:
-            return None
-        found = summary.function(name)
-        return Callee(found, target.module) if found is not None else None
+            return target.module, summary, target.attribute
+        if target.attribute is None and len(parts) == 2:
+            return target.module, summary, parts[1]
+        return None
 
     def call_reaches(self, site, effect: str) -> bool:
         """The call at ``site`` reaches a project function with ``effect`` (see

@@ -52,7 +52,9 @@ class FunctionSummary:
     restores_optimizer: bool = False
     restores_scaler: bool = False
     saved_params: tuple[str, ...] = ()  # parameters whose state (or whole value) reaches torch.save
-    saved_whole: tuple[str, ...] = ()  # parameters handed to torch.save as they are (``torch.save(state, f)``)
+    # parameters handed to torch.save as they are (``torch.save(state, f)``; ``*0`` for
+    # ``torch.save(*args)``, the first of the ``*args``)
+    saved_whole: tuple[str, ...] = ()
     restored_params: tuple[str, ...] = ()  # parameters whose ``load_state_dict`` is called
     scaler_params: tuple[str, ...] = ()  # parameters used as a GradScaler (or named like one)
     saves: tuple[SavedCheckpoint, ...] = ()
@@ -69,6 +71,8 @@ class FunctionSummary:
         params = self.params[1:] if "." in self.name and self.params[:1] == ("self",) else self.params
         if position is not None and position < len(params):
             return params[position]
+        if position is not None and self.has_varargs:
+            return f"*{position - len(params)}"  # ``*args``: ``*0`` is the first extra positional argument
         return None
 
 

@@ -209,6 +209,12 @@ class _FunctionReader:
     # -- torch.save
     def _read_save(self, call: ast.Call) -> None:
         obj = call.args[0]
+        vararg = self.node.args.vararg
+        if isinstance(obj, ast.Starred):
+            # ``save_on_master(*args)``: whatever the caller passes first is what is saved
+            if vararg is not None and isinstance(obj.value, ast.Name) and obj.value.id == vararg.arg and not self.params:
+                self.saved_whole.add("*0")
+            return
         items, complete = self._items(obj, call)
         if items is None:
             return

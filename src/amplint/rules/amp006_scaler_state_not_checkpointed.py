@@ -228,6 +228,8 @@ class ScalerStateNotCheckpointed(Rule):
         return Fix.safe(f"Save `{scalers[0]}.state_dict()` to its own file beside the optimizer's", {stmt: E.insert_after(stmt, new)})
 
     def _dict_fix(self, ctx, checkpoint: Checkpoint, scalers: list[str], optimizer_keys: list[str | None], point: str) -> Fix | NoFix:
+        if checkpoint.record is not None:
+            return NoFix(f"the checkpoint is a `{checkpoint.record}` object: give it a field for the scaler's state")
         reason = self._scaler_unfit(ctx, scalers, point)
         if reason is not None:
             return NoFix(reason)
@@ -385,10 +387,13 @@ class ScalerStateNotCheckpointed(Rule):
         if helper.scaler_param is None:
             verb = "save" if helper.side == "save" else "restore"
             return NoFix(f"`{callee.function.name}` has no scaler parameter: give it one and {verb} the scaler's state there")
-        reason = self._scaler_unfit(site.ctx, list(helper.scalers), "this call", none_ok=True)
+        # A ``scaler=None`` default takes a scaler that may be None; ``**checkpointables`` do not.
+        reason = self._scaler_unfit(site.ctx, list(helper.scalers), "this call", none_ok=not callee.function.has_varkw)
         if reason is not None:
             return NoFix(reason)
         scaler = helper.scalers[0]
+        if scaler.startswith("self.") and any(a.ctx.order > site.ctx.order for a in self.facts.assignments_to(scaler, site.ctx.scope)):
+            return NoFix(f"`{scaler}` is set after this call")
         call = site.node
         arg = E.keyword(helper.scaler_param, cst.parse_expression(scaler))
         return Fix.safe(f"Pass `{helper.scaler_param}={scaler}`", {call: E.insert_arg(call, len(call.args), arg)})
