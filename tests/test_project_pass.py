@@ -95,6 +95,21 @@ def test_single_file_and_no_project_modes_see_only_the_file():
     assert [f.location.row for f in results["train.py"].findings] == [16, 19]
 
 
+def test_every_planted_finding_of_the_fixture_project_and_nothing_else():
+    results = run_jobs(_jobs(PROJECT, AMP006), 1)
+    for result in results:
+        text = (PROJECT / result.filename).read_text().splitlines()
+        planted = [n for n, line in enumerate(text, start=1) if "# expect: AMP006" in line]
+        assert sorted(f.noqa_row for f in result.findings) == planted, result.filename
+
+
+def test_a_scaler_key_no_imported_save_writes_is_reported_across_files():
+    (result,) = [r for r in run_jobs(_jobs(PROJECT, AMP006), 1) if r.filename == "finetune.py"]
+    unwritten = [f for f in result.findings if f.location.row == 13]
+    assert len(unwritten) == 1 and '`save_checkpoint` at utils.py:10' in unwritten[0].message
+    assert lint_text((PROJECT / "finetune.py").read_text(), "finetune.py", AMP006).findings == []
+
+
 def test_summaries_are_cached_by_content_and_results_by_what_the_imports_reach(tmp_path):
     cache_dir = tmp_path / "cache"
     cache = Cache(cache_dir)

@@ -183,7 +183,7 @@ class _FunctionReader:
             self._set("casts_model")
         elif last == "load_state_dict" and receiver is not None:
             self._read_restore(receiver)
-        elif text in ("torch.save", "save") and call.args:
+        elif text == "torch.save" and call.args:
             self._read_save(call)
 
     def _is_scaled(self, node: ast.AST) -> bool:
@@ -217,6 +217,8 @@ class _FunctionReader:
             return
         items, complete = self._items(obj, call)
         if items is None:
+            # Written, but what it holds is not visible: it may hold anything.
+            self.saves.append(SavedCheckpoint(call.lineno, (), False, False, False))
             return
         keys: list[str] = []
         optimizer = scaler = False

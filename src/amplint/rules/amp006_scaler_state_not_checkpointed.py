@@ -20,11 +20,25 @@ from amplint.semantic import syntax as S
 class ScalerStateNotCheckpointed(Rule):
     """
     ## What it does
-    Finds checkpoints that save the optimizer (and model) state but not the `GradScaler`'s while a
-    scaler is in scope (a local, a parameter, a module-level scaler or `self.scaler`): dict literals
-    passed to `torch.save`, a dict built in a variable first, `dict(...)` calls and
-    `checkpoint["optimizer"] = ...` assignments. It also finds resume code that restores the
-    optimizer with `optimizer.load_state_dict(...)` but never calls `scaler.load_state_dict(...)`.
+    Finds checkpoints that save the optimizer (and model) state but not the `GradScaler`'s while an
+    enabled scaler is in scope (a local, a parameter, a module-level scaler, `self.scaler`, or a
+    `NativeScaler`-style wrapper):
+
+    - dict literals passed to `torch.save`, a dict built in a variable first (and completed key by
+      key), `dict(...)` calls, dataclass snapshots (`torch.save(asdict(snapshot), path)`);
+    - one file per state: `torch.save(optimizer.state_dict(), "optimizer.pt")` with no scaler file
+      saved beside it;
+    - a class that owns a scaler and whose `state_dict()` returns only the model and optimizer;
+    - checkpoint helpers, in the same file or in another module of the project
+      (`save_checkpoint(model, optimizer, epoch, path)` from `utils.py`), and the checkpointers of
+      timm (`CheckpointSaver`, `resume_checkpoint`) and fvcore/detectron2 (`Checkpointer`), called
+      with the optimizer but not the scaler; a dict handed to a helper that saves it as it is
+      (`save_checkpoint(state, is_best)`, `save_on_master(...)`) is checked like a `torch.save`.
+
+    On the resume side it finds code that restores the optimizer (`optimizer.load_state_dict(...)`,
+    or a loader helper) but never the scaler, and a scaler restored from a key
+    (`scaler.load_state_dict(ckpt["scaler"])`) that no checkpoint saved in the file or the modules
+    it imports ever writes.
 
     ## Why is this bad?
     The scaler's state (the current scale and its growth tracker) is part of the training state.
@@ -54,11 +68,19 @@ class ScalerStateNotCheckpointed(Rule):
 
     ## Fix safety
     The fix is safe. On save it adds `"scaler": scaler.state_dict()` (spelled as the scaler is in
-    scope, keyed like the dict's other keys, e.g. `"scaler_state_dict"`). On load it inserts
-    `if "scaler" in checkpoint: scaler.load_state_dict(checkpoint["scaler"])` right after the
-    optimizer is restored, with the key the save side of the same file uses, guarded so that
-    checkpoints written before the fix still load. No fix is offered when the scaler may be `None`
-    there, when several scalers are in scope, or when the checkpoint variable cannot be seen.
+    scope, keyed like the dict's other keys, e.g. `"scaler_state_dict"`), or, for one file per
+    state, `torch.save(scaler.state_dict(), "scaler.pt")` beside the optimizer's file. On load it
+    inserts `if "scaler" in checkpoint: scaler.load_state_dict(checkpoint["scaler"])` right after
+    the optimizer is restored, with the key the save side of the same file uses (for one file per
+    state, a load of `scaler.pt` that skips a missing file), guarded so that checkpoints written
+    before the fix still load. A helper with a scaler parameter the call leaves out
+    (`save_checkpoint(..., scaler=None)`) is passed the scaler (`scaler=scaler`). No fix is offered
+    when the scaler may be `None` there, when several scalers are in scope, when the checkpoint
+    variable cannot be seen, when a helper has no scaler parameter (the helper must change, in its
+    own file), for dataclass snapshots (they need a field) and for a scaler key no save writes.
+
+    Helpers in other modules are followed by the project pass; `--no-project` (or
+    `project-analysis = false`) lints each file on its own.
 
     ## References
     - [CUDA Automatic Mixed Precision examples: saving/resuming](https://pytorch.org/docs/stable/notes/amp_examples.html)
@@ -98,6 +120,16 @@ class ScalerStateNotCheckpointed(Rule):
             ckpt = torch.load(path)
             optimizer.load_state_dict(ckpt['optimizer'])
             scaler.load_state_dict(ckpt['scaler'])
+        """),
+        dedent("""\
+            import torch
+            def save_checkpoint(model, optimizer, path, scaler=None):
+                state = {'model': model.state_dict(), 'optimizer': optimizer.state_dict()}
+                if scaler is not None:
+                    state['scaler'] = scaler.state_dict()
+                torch.save(state, path)
+            scaler = torch.amp.GradScaler('cuda')
+            save_checkpoint(model, optimizer, path, scaler)
         """),
     )
     invalid = (
@@ -139,6 +171,28 @@ class ScalerStateNotCheckpointed(Rule):
                 import torch
                 scaler = torch.amp.GradScaler('cuda')
                 torch.save(dict(model=model.state_dict(), optimizer=optimizer.state_dict(), scaler=scaler.state_dict()), path)
+            """),
+        ),
+        Invalid(
+            dedent("""\
+                import torch
+                def save_checkpoint(model, optimizer, path, scaler=None):
+                    state = {'model': model.state_dict(), 'optimizer': optimizer.state_dict()}
+                    if scaler is not None:
+                        state['scaler'] = scaler.state_dict()
+                    torch.save(state, path)
+                scaler = torch.amp.GradScaler('cuda')
+                save_checkpoint(model, optimizer, path)
+            """),
+            fixed=dedent("""\
+                import torch
+                def save_checkpoint(model, optimizer, path, scaler=None):
+                    state = {'model': model.state_dict(), 'optimizer': optimizer.state_dict()}
+                    if scaler is not None:
+                        state['scaler'] = scaler.state_dict()
+                    torch.save(state, path)
+                scaler = torch.amp.GradScaler('cuda')
+                save_checkpoint(model, optimizer, path, scaler=scaler)
             """),
         ),
     )
@@ -345,8 +399,9 @@ class ScalerStateNotCheckpointed(Rule):
         module, function, save = writers[0]
         place = f"{module}:{save.line}" if module else f"line {save.line}"
         message = (
-            f'The scaler is restored from "{key}", but no checkpoint saved in this project writes that key '
-            f"(`{function.name}` at {place} saves the optimizer without it): the resumed run restarts at scale 65536"
+            f'The scaler is restored from "{key}", a key that no save in this file or the modules it imports writes '
+            f"(`{function.name}` at {place} saves the optimizer without it): the scaler is never restored and the "
+            "resumed run restarts at scale 65536"
         )
         return self.violation(event.call, message, fix=NoFix("the save side must write the scaler's state first"))
 
