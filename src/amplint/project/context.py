@@ -72,6 +72,19 @@ class ProjectIndex:
         except ValueError:
             return Path(os.path.relpath(path, importer.parent)).as_posix()
 
+    def imported_files(self, path: str, own: ModuleSummary | None) -> list[str]:
+        """The existing module files ``path``'s imports may name and the index does not hold yet."""
+        if own is None:
+            return []
+        importer = Path(normalized(path))
+        out: list[str] = []
+        for imported in own.imports:
+            for module_file, _ in candidates(importer, imported, self.root):
+                key = normalized(module_file)
+                if key != str(importer) and key not in self.summaries and key not in out and Path(key).is_file():
+                    out.append(key)
+        return out
+
     def context_for(self, path: str, own: ModuleSummary | None) -> ProjectContext | None:
         """What ``path``'s imports reach in this index; ``None`` when they reach nothing."""
         if own is None or not own.imports:

@@ -17,10 +17,10 @@ from typing import Sequence
 from amplint.project.context import ProjectIndex
 from amplint.project.records import ModuleSummary
 
-# Text without which a module's summary records nothing.
+# Text without which a module's summary records nothing (an import-only summary is kept apart).
 SUMMARY_TOKENS = (
-    b"save", b"load_state_dict", b"step(", b"update(", b"backward", b"unscale_", b"clip_grad",
-    b"Scaler", b"half(", b"bfloat16(", b"float16", b"bfloat16",
+    b"torch.save", b"load_state_dict", b".step(", b"backward", b"unscale_", b"clip_grad",
+    b"Scaler", b"scaler", b".half(", b"float16", b"bfloat16",
 )
 
 
@@ -41,8 +41,8 @@ def summarize_path(job: SummaryJob) -> ModuleSummary | None:
         data = read_bytes(path)
     except SourceError:
         return None
-    if not any(token in data for token in SUMMARY_TOKENS) and b"import" not in data:
-        return ModuleSummary()
+    if not any(token in data for token in SUMMARY_TOKENS):
+        return ModuleSummary(defined=_defined_names(data))
     try:
         text = decode_source(data, job.path).text
     except SourceError:
@@ -68,28 +68,63 @@ def summarize_cached(text: str, cache_dir: str | None) -> ModuleSummary:
 
 
 def with_project_contexts(jobs: Sequence, workers: int | None) -> list:
-    """``jobs`` (engine ``Job``s), each given the :class:`ProjectContext` its imports reach."""
+    """``jobs`` (engine ``Job``s), each given the :class:`ProjectContext` its imports reach.
+
+    Only the files the prefilter lets through can report anything, so only their imports are
+    followed: their import statements are read from the text (the lint parses them whole
+    later), then the modules they name are summarised in the worker pool.
+    """
     from amplint.pool import run_in_pool
 
-    wanted = [job for job in jobs if job.settings.project_analysis and job.path.endswith(".py")]
-    if not wanted:
-        return list(jobs)
-    summaries = run_in_pool(summarize_path, [SummaryJob(job.path, job.cache_dir) for job in wanted], workers, parses=False)
-    cache_dir = next((job.cache_dir for job in wanted), None)
-    roots: dict[str, ProjectIndex] = {}
-    out = []
-    by_path = dict(zip((job.path for job in wanted), summaries))
+    imports = {}
     for job in jobs:
-        if job.path not in by_path:
-            out.append(job)
-            continue
-        index = roots.get(job.settings.root)
-        if index is None:
-            index = roots[job.settings.root] = ProjectIndex(
-                job.settings.root, load=lambda path: summarize_path(SummaryJob(path, cache_dir))
-            )
-            for path, summary in by_path.items():
-                index.add(path, summary)
-        context = index.context_for(job.path, by_path[job.path])
+        if job.settings.project_analysis and job.path.endswith(".py"):
+            found = _imports_if_linted(job)
+            if found is not None:
+                imports[job.path] = found
+    if not imports:
+        return list(jobs)
+    cache_dir = next(job.cache_dir for job in jobs if job.path in imports)
+    indexes: dict[str, ProjectIndex] = {}
+    for job in jobs:
+        if job.path in imports and job.settings.root not in indexes:
+            indexes[job.settings.root] = ProjectIndex(job.settings.root, load=lambda path: summarize_path(SummaryJob(path, cache_dir)))
+    wanted: list[tuple[str, str]] = []
+    for job in jobs:
+        if job.path in imports:
+            index = indexes[job.settings.root]
+            wanted.extend((job.settings.root, module) for module in index.imported_files(job.path, imports[job.path]))
+    wanted = sorted(set(wanted))
+    helpers = run_in_pool(summarize_path, [SummaryJob(module, cache_dir) for _, module in wanted], workers, parses=False)
+    for (root, module), summary in zip(wanted, helpers):
+        indexes[root].add(module, summary)
+    out = []
+    for job in jobs:
+        context = indexes[job.settings.root].context_for(job.path, imports[job.path]) if job.path in imports else None
         out.append(replace(job, project=context) if context is not None else job)
     return out
+
+
+def _imports_if_linted(job) -> ModuleSummary | None:
+    """The imports of a file the prefilter lets through (as an import-only summary), else ``None``."""
+    from amplint.project.summarize import scan_imports
+    from amplint.selection import may_have_findings
+    from amplint.sourcefile import SourceError, decode_source, read_bytes
+
+    try:
+        data = read_bytes(Path(job.path))
+        if not may_have_findings(data, job.settings, job.display or job.path):
+            return None
+        text = decode_source(data, job.path).text
+    except SourceError:
+        return None
+    found = scan_imports(text)
+    return ModuleSummary(imports=found) if found else None
+
+
+def _defined_names(data: bytes) -> tuple[str, ...]:
+    """Top-level ``def``/``class`` names, read from the text: a module with nothing to summarise
+    still tells ``from pkg import name`` that ``name`` is its function, not a submodule."""
+    import re
+
+    return tuple(m.decode("ascii", "replace") for m in re.findall(rb"^(?:async[ \t]+)?(?:def|class)[ \t]+(\w+)", data, re.MULTILINE))

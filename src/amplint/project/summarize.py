@@ -11,6 +11,8 @@ by how the body uses it.
 from __future__ import annotations
 
 import ast
+import re
+import textwrap
 import warnings
 
 from amplint.project.records import FunctionSummary, ImportedName, ModuleSummary, SavedCheckpoint
@@ -73,6 +75,44 @@ def summarize_tree(tree: ast.Module) -> ModuleSummary:
             if any(s.constructs_scaler for s in summaries):
                 scaler_classes.append(statement.name)
     return ModuleSummary(tuple(functions), tuple(_imports(tree)), tuple(scaler_classes), tuple(defined))
+
+
+_IMPORT_START = re.compile(r"^([ \t]*)(?:from[ \t]+[\w.]+[ \t]+import\b|import[ \t]+\w)", re.MULTILINE)
+_BLOCK_OPENERS = ("try", "except", "else", "if ", "elif ", "finally")
+
+
+def scan_imports(text: str) -> tuple[ImportedName, ...]:
+    """The module-level imports of ``text`` (and those in a top-level ``try``/``if``), found
+    without parsing the whole module: only the import statements themselves are parsed."""
+    statements: list[ast.stmt] = []
+    lines = text.splitlines()
+    offsets = [0]
+    for line in lines:
+        offsets.append(offsets[-1] + len(line) + 1)
+    import bisect
+
+    for match in _IMPORT_START.finditer(text):
+        row = bisect.bisect_right(offsets, match.start()) - 1
+        if match.group(1) and not _in_top_level_block(lines, row):
+            continue
+        end = row
+        chunk = lines[row]
+        while end + 1 < len(lines) and (chunk.count("(") > chunk.count(")") or chunk.rstrip().endswith("\\")):
+            end += 1
+            chunk += "\n" + lines[end]
+        tree = parse(textwrap.dedent(chunk))
+        if tree is not None:
+            statements.extend(tree.body)
+    return tuple(_imports(ast.Module(body=statements, type_ignores=[])))
+
+
+def _in_top_level_block(lines: list[str], row: int) -> bool:
+    """The indented line ``row`` is in a ``try``/``if`` block of the module itself, not in a def or class."""
+    for previous in range(row - 1, -1, -1):
+        line = lines[previous]
+        if line and not line[0].isspace() and not line.startswith("#"):
+            return line.startswith(_BLOCK_OPENERS)
+    return False
 
 
 def _imports(tree: ast.Module) -> list[ImportedName]:
