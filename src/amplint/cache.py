@@ -218,11 +218,19 @@ class Cache:
         from amplint.cache_entries import summary_from_entry
 
         key = self.summary_key(text)
+        path = self._entry(key, "summary")
         try:
-            with open(self._entry(key, "summary"), "rb") as handle:
-                return summary_from_entry(json.loads(handle.read()), key)
+            with open(path, "rb") as handle:
+                mtime = os.fstat(handle.fileno()).st_mtime
+                summary = summary_from_entry(json.loads(handle.read()), key)
         except (OSError, ValueError, RecursionError):
             return None
+        if summary is not None and time.time() - mtime > TOUCH_AFTER_S:
+            try:
+                os.utime(path)  # still in use: not pruned
+            except OSError:
+                pass
+        return summary
 
     def put_summary(self, text: str, summary) -> None:
         key = self.summary_key(text)

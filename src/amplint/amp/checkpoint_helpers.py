@@ -19,8 +19,13 @@ import libcst as cst
 
 from amplint.amp import catalogue as API
 from amplint.amp.checkpoint_libraries import DELEGATING_KEYWORDS, LIBRARY_HELPERS
+from amplint.amp.checkpoints import LOADER_WORDS
 from amplint.project.query import Callee
 from amplint.semantic import syntax as S
+
+
+# Words in a call's name that say it writes a checkpoint.
+_SAVER_WORDS = ("save", "checkpoint", "ckpt", "dump", "snapshot")
 
 
 @dataclass(frozen=True)
@@ -145,25 +150,33 @@ class CheckpointHelperFacts:
         return HelperCheckpoint(site, callee, side, tuple(scalers), missing[0] if len(missing) == 1 else None, None)
 
     def _scaler_handled_beside(self, site, scalers: list[str], side: str) -> bool:
-        """The same function saves (restores) the scaler another way: ``torch.save(scaler.state_dict(), p)``,
-        ``scaler.load_state_dict(...)`` or another helper call that is handed the scaler."""
+        """The scaler is saved (restored) another way where the helper is called: in the same
+        function (or, for ``self.`` scalers, the same class), by ``torch.save(scaler.state_dict(), p)``,
+        ``scaler.load_state_dict(...)``, or a call named like a saver (loader) that is handed the scaler."""
         facts = self.facts
-        scope = site.ctx.scope
         if side == "save":
-            if any(e.ctx.scope is scope and facts.mentions_scaler(e.call, scalers) for e in facts.checkpoint_saves):
+            if any(self._beside(site, e.ctx) and facts.mentions_scaler(e.call, scalers) for e in facts.checkpoint_saves):
                 return True
-        elif any(e.ctx.scope is scope and e.receiver in scalers for e in facts.state_restores):
+        elif any(self._beside(site, e.ctx) and e.receiver in scalers for e in facts.state_restores):
             return True
+        words = _SAVER_WORDS if side == "save" else LOADER_WORDS
         for other in facts.calls:
-            if other is site or other.ctx.scope is not scope:
+            if other is site or not self._beside(site, other.ctx):
                 continue
+            name = (other.func_text or "").rsplit(".", 1)[-1].lower()
             callee = self.callee(other)
-            if callee is None:
-                continue
-            effect = callee.function.saves_scaler if side == "save" else callee.function.restores_scaler
-            if effect and any(facts.mentions_scaler(arg.value, scalers) for arg in other.node.args):
+            effect = callee is not None and (callee.function.saves_scaler if side == "save" else callee.function.restores_scaler)
+            if (effect or any(word in name for word in words)) and any(facts.mentions_scaler(a.value, scalers) for a in other.node.args):
                 return True
         return False
+
+    def _beside(self, site, ctx) -> bool:
+        """``ctx`` is in the function of ``site``, or in a method of the same class."""
+        if ctx.scope is site.ctx.scope:
+            return True
+        own = self.facts.function_of(site.ctx.scope)
+        other = self.facts.function_of(ctx.scope)
+        return own is not None and other is not None and own.class_name is not None and own.class_name == other.class_name
 
 
 # -- a class's own ``state_dict``: ``return {"model": ..., "optimizer": ...}``
@@ -191,30 +204,14 @@ def state_dict_methods(facts):
                         yield StateMethod(function, small.value, calls[0].ctx)
 
 
-# -- one state per file: ``torch.save(optimizer.state_dict(), "optimizer.pt")``
-class _OptimizerToScaler(cst.CSTTransformer):
-    def __init__(self) -> None:
-        self.changed = False
-
-    def _swap(self, text: str) -> str:
-        for word in ("optimizer", "Optimizer", "optim"):
-            if word in text:
-                self.changed = True
-                return text.replace(word, "scaler" if word[0].islower() else "Scaler")
-        return text
-
-    def leave_SimpleString(self, original, updated):
-        return updated.with_changes(value=self._swap(updated.value))
-
-    def leave_FormattedStringText(self, original, updated):
-        return updated.with_changes(value=self._swap(updated.value))
-
-
-def scaler_path_like(path: cst.BaseExpression | None) -> cst.BaseExpression | None:
-    """``os.path.join(d, "scaler.pt")`` for ``os.path.join(d, "optimizer.pt")``: the optimizer's
-    file name with the scaler's name in its literals; ``None`` when no literal names the optimizer."""
-    if path is None:
+def scaler_key_read(call: cst.Call) -> tuple[str, str] | None:
+    """``("ckpt", "scaler")`` for ``x.load_state_dict(ckpt["scaler"])`` or ``(ckpt.get("scaler"))``."""
+    args = S.positional_args(call)
+    arg = args[0].value if args else None
+    if isinstance(arg, cst.Subscript) and len(arg.slice) == 1 and isinstance(arg.slice[0].slice, cst.Index):
+        base, key = S.dotted(arg.value), S.string_value(arg.slice[0].slice.value)
+    elif isinstance(arg, cst.Call) and isinstance(arg.func, cst.Attribute) and arg.func.attr.value == "get" and arg.args:
+        base, key = S.dotted(arg.func.value), S.string_value(arg.args[0].value)
+    else:
         return None
-    swap = _OptimizerToScaler()
-    new = path.visit(swap)
-    return new if swap.changed else None  # type: ignore[return-value]
+    return (base, key) if base and key else None

@@ -6,15 +6,15 @@ from typing import Iterator
 import libcst as cst
 
 from amplint.amp import Event
-from amplint.amp.checkpoint_helpers import CheckpointHelperFacts, HelperCheckpoint, scaler_path_like, state_dict_methods
+from amplint.amp.checkpoint_helpers import CheckpointHelperFacts, HelperCheckpoint, scaler_key_read, state_dict_methods
 from amplint.amp.checkpoints import Checkpoint, scaler_key_like
 from amplint.amp.checkpoints import scaler_key_like as _styled_key  # noqa: F401 - the fix-shape tests import it here
 from amplint.fix import Fix, NoFix
 from amplint.fix import dicts as D
+from amplint.fix.checkpoint_files import load_scaler_file, save_scaler_file
 from amplint.fix import edits as E
 from amplint.model import FixSafety
 from amplint.rules.base import SCALER_TRIGGERS, Invalid, Rule, Violation
-from amplint.semantic import syntax as S
 
 
 class ScalerStateNotCheckpointed(Rule):
@@ -266,20 +266,8 @@ class ScalerStateNotCheckpointed(Rule):
         return self._dict_fix(event.ctx, checkpoint, scalers, optimizer_keys, "this save")
 
     def _file_save_fix(self, event: Event, scalers: list[str]) -> Fix | NoFix:
-        """``torch.save(scaler.state_dict(), "scaler.pt")`` after ``torch.save(optimizer.state_dict(), "optimizer.pt")``."""
         reason = self._scaler_unfit(event.ctx, scalers, "this save")
-        if reason is not None:
-            return NoFix(reason)
-        stmt = event.ctx.stmt
-        if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr)
-                and stmt.body[0].value is event.call and self.facts.statement_block(stmt) is not None):
-            return NoFix("the optimizer is saved in a statement the fix cannot follow")
-        path = scaler_path_like(S.argument(event.call, 1, "f"))
-        if path is None:
-            return NoFix("no literal in the optimizer's file name to derive the scaler's file name from")
-        code = self.facts.module.code_for_node
-        new = cst.parse_statement(f"{code(event.call.func)}({scalers[0]}.state_dict(), {code(path)})\n")
-        return Fix.safe(f"Save `{scalers[0]}.state_dict()` to its own file beside the optimizer's", {stmt: E.insert_after(stmt, new)})
+        return NoFix(reason) if reason is not None else save_scaler_file(self.facts, event, scalers[0])
 
     def _dict_fix(self, ctx, checkpoint: Checkpoint, scalers: list[str], optimizer_keys: list[str | None], point: str) -> Fix | NoFix:
         if checkpoint.record is not None:
@@ -347,7 +335,7 @@ class ScalerStateNotCheckpointed(Rule):
             return NoFix("the optimizer is restored in a statement the fix cannot follow")
         lookup = self.facts.checkpoint_lookup(event)
         if lookup is None:
-            return self._file_load_fix(event, scaler, stmt)
+            return load_scaler_file(self.facts, event, scaler, stmt)
         checkpoint, optimizer_key, key_node = lookup
         key = self.facts.saved_scaler_key(scaler, optimizer_key) or scaler_key_like(optimizer_key)
         literal = D.quoted(key, key_node)
@@ -355,31 +343,13 @@ class ScalerStateNotCheckpointed(Rule):
         message = f'Restore `{scaler}` from {checkpoint}["{key}"] after the optimizer'
         return Fix.safe(message, {stmt: E.insert_after(stmt, new)})
 
-    def _file_load_fix(self, event: Event, scaler: str, stmt: cst.CSTNode) -> Fix | NoFix:
-        """``optimizer.load_state_dict(torch.load(".../optimizer.pt"))``: load the scaler's own file
-        after it, when there is one (checkpoints written before the fix have none)."""
-        args = S.positional_args(event.call)
-        load = args[0].value if args else None
-        site = self.facts.call_site(load) if isinstance(load, cst.Call) else None
-        if site is None or site.qualname != "torch.load":
-            return NoFix("the checkpoint the optimizer state comes from is not a `ckpt[\"key\"]` lookup")
-        path = scaler_path_like(S.argument(load, 0, "f"))
-        if path is None:
-            return NoFix("no literal in the optimizer's file name to derive the scaler's file name from")
-        code = self.facts.module.code_for_node
-        scaler_load = load.with_changes(args=[load.args[0].with_changes(value=path), *load.args[1:]])
-        new = cst.parse_statement(
-            f"try:\n    {scaler}.load_state_dict({code(scaler_load)})\nexcept FileNotFoundError:\n    pass\n"
-        )
-        return Fix.safe(f"Restore `{scaler}` from its own file after the optimizer", {stmt: E.insert_after(stmt, new)})
-
     # -- a resume that reads a scaler key no save writes
     def _check_unwritten_key(self, event: Event) -> Violation | None:
         facts = self.facts
         receiver = event.receiver
         if receiver is None or not facts.is_scaler(receiver):
             return None
-        read = _read_key(event.call)
+        read = scaler_key_read(event.call)
         if read is None:
             return None
         checkpoint, key = read
@@ -453,15 +423,3 @@ class ScalerStateNotCheckpointed(Rule):
         arg = E.keyword(helper.scaler_param, cst.parse_expression(scaler))
         return Fix.safe(f"Pass `{helper.scaler_param}={scaler}`", {call: E.insert_arg(call, len(call.args), arg)})
 
-
-def _read_key(call: cst.Call) -> tuple[str, str] | None:
-    """``("ckpt", "scaler")`` for ``x.load_state_dict(ckpt["scaler"])`` or ``(ckpt.get("scaler"))``."""
-    args = S.positional_args(call)
-    arg = args[0].value if args else None
-    if isinstance(arg, cst.Subscript) and len(arg.slice) == 1 and isinstance(arg.slice[0].slice, cst.Index):
-        base, key = S.dotted(arg.value), S.string_value(arg.slice[0].slice.value)
-    elif isinstance(arg, cst.Call) and isinstance(arg.func, cst.Attribute) and arg.func.attr.value == "get" and arg.args:
-        base, key = S.dotted(arg.func.value), S.string_value(arg.args[0].value)
-    else:
-        return None
-    return (base, key) if base and key else None
