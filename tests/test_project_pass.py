@@ -136,3 +136,30 @@ def test_summaries_are_cached_by_content_and_results_by_what_the_imports_reach(t
     again = {r.filename: r for r in run_jobs(_jobs(project, settings, str(cache_dir)), 1)}
     messages = [f.message for f in again["train.py"].findings]
     assert len(messages) == 2 and "without its `scaler` argument" in messages[1]
+
+
+def test_project_analysis_key_and_no_project_flag(tmp_path):
+    import pytest
+
+    from amplint.config import ConfigError, parse_table
+
+    assert parse_table({"project-analysis": False}, "amplint.toml", None).project_analysis is False
+    assert parse_table({}, "amplint.toml", None).project_analysis is True
+    with pytest.raises(ConfigError, match="'project-analysis' must be true or false"):
+        parse_table({"project-analysis": "no"}, "amplint.toml", None)
+
+    project = tmp_path / "project"
+    shutil.copytree(PROJECT, project)
+    import subprocess
+    import sys
+
+    def run(*options):
+        return subprocess.run(
+            [sys.executable, "-m", "amplint", "check", "--no-cache", "--select", "AMP006", "--output-format", "concise", *options, "train.py"],
+            capture_output=True, text=True, cwd=project, timeout=120,
+        )
+
+    assert run().stdout.count("AMP006") == 2
+    assert run("--no-project").returncode == 0
+    (project / "amplint.toml").write_text("project-analysis = false\n")
+    assert run().returncode == 0
