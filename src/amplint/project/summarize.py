@@ -225,6 +225,24 @@ class _FunctionReader:
             self._read_restore(receiver)
         elif text == "torch.save" and call.args:
             self._read_save(call)
+        elif last == "save" and call.args:
+            # ``accelerator.save(state, f)``, ``xm.save(...)``: a checkpoint whose keys may be anything
+            self.saves.append(SavedCheckpoint(call.lineno, (), False, False, False))
+        if text != "torch.save":
+            self._read_handed_dicts(call)
+
+    def _read_handed_dicts(self, call: ast.Call) -> None:
+        """A dict display with an optimizer key handed to another call (``save_checkpoint({...}, is_best)``)
+        is a checkpoint written elsewhere: its keys count as written."""
+        for value in (*call.args, *(k.value for k in call.keywords)):
+            found = _literal_items(value) if isinstance(value, ast.Dict) else None
+            if found is None:
+                continue
+            items, complete = found
+            keys = tuple(k for k, _ in items if k is not None)
+            if any("optim" in k.lower() for k in keys):
+                scaler = any(key_names_scaler(k) for k in keys) or any(self.is_scaler(self._state_owner(v)) for _, v in items)
+                self.saves.append(SavedCheckpoint(call.lineno, keys, complete, True, scaler))
 
     def _is_scaled(self, node: ast.AST) -> bool:
         return (
