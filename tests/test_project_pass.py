@@ -67,7 +67,7 @@ def test_relative_and_package_imports_resolve(tmp_path):
     (package / "main.py").write_text("from .io import save\nfrom . import io\n")
     index = ProjectIndex(tmp_path, load=lambda p: summarize_text(Path(p).read_text()))
     context = index.context_for(str(package / "main.py"), summarize_text((package / "main.py").read_text()))
-    assert {(t.local, t.module, t.attribute) for t in context.targets} == {("save", "pkg/io.py", "save"), ("io", "pkg/io.py", None)}
+    assert {(t.local, t.module, t.attribute) for t in context.targets} == {("save", "io.py", "save"), ("io", "io.py", None)}
 
 
 def test_a_helper_the_prefilter_skips_is_still_summarised_and_followed(tmp_path):

@@ -23,7 +23,7 @@ from amplint.project.resolve import candidates, normalized
 @dataclass(frozen=True)
 class ImportTarget:
     local: str  # the name bound in the importing file
-    module: str  # the module's file, relative to the project root where it can be
+    module: str  # the module's file, relative to the importing file's folder
     attribute: str | None  # the function or class imported; ``None``: the name is the module
 
 
@@ -65,12 +65,11 @@ class ProjectIndex:
             self.summaries[key] = self._load(key) if self._load is not None and Path(key).is_file() else None
         return self.summaries[key]
 
-    def display(self, path: Path, importer: Path) -> str:
-        """The module's path relative to the project root, else to the importing file's folder."""
-        try:
-            return Path(path).relative_to(self.root).as_posix()
-        except ValueError:
-            return Path(os.path.relpath(path, importer.parent)).as_posix()
+    @staticmethod
+    def display(path: Path, importer: Path) -> str:
+        """The module's path relative to the importing file's folder (``utils.py``,
+        ``../common/io.py``): what messages show, the same from any working directory."""
+        return Path(os.path.relpath(path, importer.parent)).as_posix()
 
     def imported_files(self, path: str, own: ModuleSummary | None) -> list[str]:
         """The existing module files ``path``'s imports may name and the index does not hold yet."""

@@ -25,7 +25,7 @@ _MODULE_LEVEL_KINDS = ("IMPORT", "DEF", "CLASS")
 @dataclass(frozen=True)
 class Callee:
     function: FunctionSummary
-    module: str  # "" for the file itself, else the module's path relative to the project root
+    module: str  # "" for the file itself, else the module's path relative to the calling file's folder
 
     @property
     def where(self) -> str:
