@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import libcst as cst
+import pytest
 
 from amplint.amp import FileFacts
 from amplint.cache import Cache
+from amplint.config import ConfigError, parse_table
 from amplint.engine import Job, lint_text, run_jobs
 from amplint.positions import Positions
 from amplint.project import ProjectIndex, ProjectView
@@ -139,10 +143,6 @@ def test_summaries_are_cached_by_content_and_results_by_what_the_imports_reach(t
 
 
 def test_project_analysis_key_and_no_project_flag(tmp_path):
-    import pytest
-
-    from amplint.config import ConfigError, parse_table
-
     assert parse_table({"project-analysis": False}, "amplint.toml", None).project_analysis is False
     assert parse_table({}, "amplint.toml", None).project_analysis is True
     with pytest.raises(ConfigError, match="'project-analysis' must be true or false"):
@@ -150,8 +150,6 @@ def test_project_analysis_key_and_no_project_flag(tmp_path):
 
     project = tmp_path / "project"
     shutil.copytree(PROJECT, project)
-    import subprocess
-    import sys
 
     def run(*options):
         return subprocess.run(
