@@ -13,7 +13,7 @@ import subprocess
 import sys
 
 import pytest
-from runtime_truth import RUNTIME, TIMEOUT, copy_script, fix_with_cli, last_json, run_script
+from runtime_truth import RUNTIME, TIMEOUT, amplint_check, copy_script, fix_with_cli, last_json, run_script
 
 torch = pytest.importorskip("torch")
 
@@ -66,3 +66,30 @@ def test_amp006_resume_without_scaler_skips_a_burst_and_fixed_resume_does_not(tm
     assert fixed["resumed_start_scale"] == fixed["scale_at_save"] == broken["scale_at_save"]
     assert fixed["resumed_skipped"] <= 1
     assert fixed["resumed_skipped"] < broken["resumed_skipped"]
+
+
+def test_amp006_helper_checkpoint_in_another_module_resumes_at_the_saved_scale_once_fixed(tmp_path):
+    """The scaler is forgotten at the calls into ckpt_utils.py; the fix of train.py (which needs the
+    helper's summary from the other module) hands it over on both sides."""
+    project = RUNTIME / "amp006_helper_resume"
+    broken = last_json(run_script(project / "train.py"))
+    assert broken["first_run_skipped"] >= 5
+    assert broken["resumed_start_scale"] == 65536.0
+    assert broken["resumed_skipped"] >= 5
+
+    copy = tmp_path / "amp006_helper_resume"
+    shutil.copytree(project, copy)
+    text = fix_with_cli(copy / "train.py", "AMP006")
+    assert "load_checkpoint(resume_from, model, optimizer, scaler=scaler)" in text
+    assert "save_checkpoint(model, optimizer, stop, save_to, scaler=scaler)" in text
+    assert (copy / "ckpt_utils.py").read_text() == (project / "ckpt_utils.py").read_text()
+    fixed = last_json(run_script(copy / "train.py"))
+    assert fixed["resumed_start_scale"] == fixed["scale_at_save"] == broken["scale_at_save"]
+    assert fixed["resumed_skipped"] <= 1
+
+
+def test_amp006_helper_in_another_module_is_not_followed_with_no_project(tmp_path):
+    project = RUNTIME / "amp006_helper_resume"
+    result = amplint_check(project / "train.py", "AMP006", "--no-project")
+    assert result.returncode == 0, result.stdout
+    assert amplint_check(project / "train.py", "AMP006").returncode == 1

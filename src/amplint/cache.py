@@ -7,7 +7,8 @@ Layout (under the project root unless ``--cache-dir`` says otherwise)::
         CACHEDIR.TAG          backup tools skip it; also how amplint recognises its own cache
         <version>/            one folder per amplint build
             .amplint-cache    marks the folder as amplint's; only marked folders are pruned
-            <sha256>.json     one small entry per (text, filename, settings)
+            <sha256>.json     one small entry per (text, filename, settings, what its imports reach)
+            <sha256>.summary  one module summary per text (the project pass)
 
 The key is ``sha256(text, filename, amplint version, settings fingerprint)``, so an edit, a
 rename, a setting or an upgrade all miss. Entries are written to a temporary file and renamed
@@ -50,7 +51,7 @@ _VERSION_MARKER = ".amplint-cache"
 _TAG_NAME = "CACHEDIR.TAG"
 _TAG_SIGNATURE = "Signature: 8a477f597d28d172789f06886806bc55"
 # names amplint writes inside a version folder: nothing else there is ever deleted
-_ENTRY_NAME = re.compile(r"[0-9a-f]{64}\.json")
+_ENTRY_NAME = re.compile(r"[0-9a-f]{64}\.(?:json|summary)")
 _TMP_PREFIX = ".tmp-"
 _VERSION_NAME = re.compile(r"\d+\.\d+[0-9A-Za-z.+!-]*-[0-9a-f]{12}")
 _TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# This file is a cache directory tag created by amplint.\n"
@@ -147,21 +148,22 @@ class Cache:
     def _fingerprint(self, settings) -> str:
         return _fingerprint(settings)
 
-    def key(self, text: str, filename: str, settings) -> str:
+    def key(self, text: str, filename: str, settings, context: str = "") -> str:
+        """``context``: the digest of what the file's imports reach in the project (empty: nothing)."""
         digest = hashlib.sha256()
-        for part in (text, filename, cache_version(), self._fingerprint(settings)):
+        for part in (text, filename, cache_version(), self._fingerprint(settings), context):
             digest.update(part.encode("utf-8", "surrogatepass"))
             digest.update(b"\0")
         return digest.hexdigest()
 
-    def _entry(self, key: str) -> Path:
-        return self.dir / f"{key}.json"
+    def _entry(self, key: str, suffix: str = "json") -> Path:
+        return self.dir / f"{key}.{suffix}"
 
     # -- read
-    def get(self, text: str, filename: str, settings) -> FileResult | None:
+    def get(self, text: str, filename: str, settings, context: str = "") -> FileResult | None:
         """The stored result, or ``None`` on a miss; an entry that is not exactly what
         :meth:`put` writes (truncated, corrupt, written by another version) is a miss too."""
-        key = self.key(text, filename, settings)
+        key = self.key(text, filename, settings, context)
         path = self._entry(key)
         try:
             with open(path, "rb") as handle:
@@ -188,10 +190,10 @@ class Cache:
         return result
 
     # -- write
-    def put(self, text: str, filename: str, settings, result: FileResult) -> None:
+    def put(self, text: str, filename: str, settings, result: FileResult, context: str = "") -> None:
         if result.changed:
             return  # results of a fix run describe another text
-        key = self.key(text, filename, settings)
+        key = self.key(text, filename, settings, context)
         data = json.dumps(
             {
                 "key": key,
@@ -201,7 +203,42 @@ class Cache:
             },
             separators=(",", ":"),
         ).encode()
-        target = self._entry(key)
+        self._store(key, data)
+
+    # -- module summaries (the project pass), by content alone
+    def summary_key(self, text: str) -> str:
+        digest = hashlib.sha256(b"module-summary\0")
+        for part in (text, cache_version()):
+            digest.update(part.encode("utf-8", "surrogatepass"))
+            digest.update(b"\0")
+        return digest.hexdigest()
+
+    def get_summary(self, text: str):
+        """The stored :class:`~amplint.project.records.ModuleSummary` of ``text``, or ``None``."""
+        from amplint.cache_entries import summary_from_entry
+
+        key = self.summary_key(text)
+        path = self._entry(key, "summary")
+        try:
+            with open(path, "rb") as handle:
+                mtime = os.fstat(handle.fileno()).st_mtime
+                summary = summary_from_entry(json.loads(handle.read()), key)
+        except (OSError, ValueError, RecursionError):
+            return None
+        if summary is not None and time.time() - mtime > TOUCH_AFTER_S:
+            try:
+                os.utime(path)  # still in use: not pruned
+            except OSError:
+                pass
+        return summary
+
+    def put_summary(self, text: str, summary) -> None:
+        key = self.summary_key(text)
+        data = json.dumps({"key": key, "summary": summary.to_dict()}, separators=(",", ":")).encode()
+        self._store(key, data, "summary")
+
+    def _store(self, key: str, data: bytes, suffix: str = "json") -> None:
+        target = self._entry(key, suffix)
         try:
             self._write(target, data)
         except FileNotFoundError:

@@ -58,3 +58,16 @@ def valid_entry(data, key: str) -> bool:
         and isinstance(e["filename"], str) and isinstance(e["message"], str) and type(e["internal"]) is bool
         for e in errors
     )
+
+
+def summary_from_entry(data, key: str):
+    """The module summary a summary entry holds, or ``None`` unless it is exactly what
+    :meth:`Cache.put_summary` writes for ``key``."""
+    from amplint.project.records import ModuleSummary
+
+    if not isinstance(data, dict) or set(data) != {"key", "summary"} or data["key"] != key:
+        return None
+    try:
+        return ModuleSummary.from_dict(data["summary"])
+    except (TypeError, KeyError, ValueError, AttributeError):
+        return None

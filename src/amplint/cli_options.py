@@ -60,6 +60,8 @@ _OPTIONS = (
     click.option("--cache-dir", type=click.Path(file_okay=False, path_type=str),
                  help="Cache folder (default: .amplint_cache in the project root)."),
     click.option("--no-prefilter", is_flag=True, help="Parse every file, even those without any AMP trigger text."),
+    click.option("--no-project", is_flag=True,
+                 help="Lint each file on its own: do not follow calls into other modules of the project."),
     click.option("--stdin-filename", metavar="PATH", help="The name of the file read from stdin (`-`)."),
     click.option("--add-noqa", is_flag=True,
                  help="Add `# noqa: CODE` to every line with a finding (merging with existing noqa comments)."),

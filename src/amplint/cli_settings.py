@@ -79,6 +79,7 @@ def settings_and_config(paths: list[str], options: dict):
         per_file_ignores=config.per_file_ignores,
         target_torch=target,
         prefilter=not options["no_prefilter"],
+        project_analysis=config.project_analysis and not options.get("no_project", False),
         root=str(config.root.resolve()),
         unfixable=config.unfixable + cli_unfixable,
     )

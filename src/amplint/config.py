@@ -33,6 +33,7 @@ KEYS = (
     "extension",
     "target-torch",
     "output-format",
+    "project-analysis",
 )
 
 
@@ -55,6 +56,7 @@ class Config:
     unfixable: tuple[str, ...] = ()
     extend_include: tuple[str, ...] = ()  # globs of more files to find besides *.py, *.pyi, *.ipynb
     extension: tuple[tuple[str, str], ...] = ()  # (extension without dot, language)
+    project_analysis: bool = True  # False: each file is linted on its own (``project-analysis = false``)
 
     @property
     def root(self) -> Path:
@@ -213,6 +215,10 @@ def parse_table(table: dict[str, Any], label: str, path: Path | None) -> Config:
             values["target_torch_text"] = value
         elif key == "output-format":
             values["output_format"] = _output_format(value, where)
+        elif key == "project-analysis":
+            if not isinstance(value, bool):
+                raise ConfigError(f"{where} must be true or false")
+            values["project_analysis"] = value
     _check_conflicts(values, label)
     return Config(path=path, **values)
 

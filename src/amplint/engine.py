@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     import libcst as cst
 
     from amplint.positions import Positions
+    from amplint.project.context import ProjectContext
 
 
 # --------------------------------------------------------------------------- one pass of linting
@@ -79,7 +80,10 @@ def _python_syntax_error(error: SyntaxError, filename: str) -> Finding:
     return _syntax_error_finding(error.lineno or 1, error.offset or 1, f"SyntaxError: {error.msg}", filename)
 
 
-def _lint_once(text: str, filename: str, settings: Settings, codes: frozenset[str], focus: bool = False) -> _Pass:
+def _lint_once(
+    text: str, filename: str, settings: Settings, codes: frozenset[str], focus: bool = False,
+    project: ProjectContext | None = None,
+) -> _Pass:
     from amplint.syntaxcheck import MAX_EXPRESSION_DEPTH, expression_depth, python_view
 
     result = _Pass()
@@ -108,6 +112,11 @@ def _lint_once(text: str, filename: str, settings: Settings, codes: frozenset[st
 
             parsed_text = focus_source(text, tokens, view.tree) or text
     result.parsed_text = parsed_text
+    from amplint.project.summarize import summarize_tree
+
+    # The file's own summary comes from the whole text's ast, before it is released: helpers in
+    # blanked-out definitions still count.
+    own_summary = summarize_tree(view.tree) if view.tree is not None else None
     # The ast of a large file is a hundred thousand live objects: kept during the libcst parse,
     # every garbage collection of the parse's allocations would walk them again.
     del view
@@ -124,6 +133,10 @@ def _lint_once(text: str, filename: str, settings: Settings, codes: frozenset[st
     result.module, result.positions = module, positions
     try:
         facts = FileFacts(module, positions, filename, settings)
+        if own_summary is not None:
+            from amplint.project.query import ProjectView
+
+            facts.project = ProjectView(facts, own_summary, project if settings.project_analysis else None)
     except Exception as exc:  # noqa: BLE001 - one broken file must not stop the run
         result.errors.append(FileError(filename, f"{filename}: internal error while reading facts: {type(exc).__name__}: {exc}", internal=True))
         return result
@@ -172,31 +185,33 @@ def _settings(settings: Settings | None) -> Settings:
 
 
 def lint_text(
-    text: str, filename: str, settings: Settings, fix: bool = False, unsafe: bool = False, edits: bool = True
+    text: str, filename: str, settings: Settings, fix: bool = False, unsafe: bool = False, edits: bool = True,
+    project: ProjectContext | None = None,
 ) -> FileResult:
     """Lint (and with ``fix``, fix) one text; deeply nested code is handled on a deep stack."""
     from amplint.deepstack import run_with_deep_stack
 
     if not may_have_findings(text, settings, filename):
         return FileResult(filename=filename, source=text, skipped=True)
-    return run_with_deep_stack(_lint_text, text, filename, settings, fix, unsafe, edits)
+    return run_with_deep_stack(_lint_text, text, filename, settings, fix, unsafe, edits, project)
 
 
 def _lint_text(
-    text: str, filename: str, settings: Settings, fix: bool = False, unsafe: bool = False, edits: bool = True
+    text: str, filename: str, settings: Settings, fix: bool = False, unsafe: bool = False, edits: bool = True,
+    project: ProjectContext | None = None,
 ) -> FileResult:
     codes = settings.enabled_codes(filename)
     result = FileResult(filename=filename, source=text)
     if fix:
         from amplint.fix.apply import fix_text
 
-        new_text, applied = fix_text(text, lambda current: _lint_once(current, filename, settings, codes), unsafe)
+        new_text, applied = fix_text(text, lambda current: _lint_once(current, filename, settings, codes, project=project), unsafe)
         if new_text != text:
             result.original_source = text
             result.source = new_text
             result.fixed_count = applied
         text = new_text
-    lint = _lint_once(text, filename, settings, codes, focus=not fix)
+    lint = _lint_once(text, filename, settings, codes, focus=not fix, project=project)
     if lint.module is not None:
         from amplint.fix.apply import attach_fix_info
 
@@ -233,6 +248,8 @@ class Job:
     # reported even when the prefilter skips the file, at the cost of a quick compile.
     explicit: bool = False
     notebook: bool | None = None  # read as a notebook (None: when the name ends in .ipynb)
+    # What this file's same-project imports reach (the project pass); None: nothing, or not asked.
+    project: ProjectContext | None = None
 
 
 def _skipped(data: bytes, filename: str, explicit: bool) -> FileResult:
@@ -275,11 +292,13 @@ def process_file(job: Job) -> FileResult:
         from amplint.cache import Cache
 
         cache = Cache(Path(job.cache_dir))
-        cached = cache.get(source.text, filename, job.settings)
+        context = job.project.digest() if job.project is not None else ""
+        cached = cache.get(source.text, filename, job.settings, context)
         if cached is not None:
             return cached
     try:
-        result = lint_text(source.text, filename, job.settings, fix=job.mode in ("fix", "diff"), unsafe=job.unsafe, edits=job.edits)
+        result = lint_text(source.text, filename, job.settings, fix=job.mode in ("fix", "diff"), unsafe=job.unsafe, edits=job.edits,
+                           project=job.project)
     except RecursionError:
         return FileResult(filename=filename, errors=[FileError(filename, f"{filename}: too deeply nested to lint")])
     except Exception as exc:  # noqa: BLE001 - an amplint bug on one file must not stop the others
@@ -287,7 +306,7 @@ def process_file(job: Job) -> FileResult:
     if job.mode == "fix" and result.changed:
         result = _write_fixes(path, data, source, result, job)
     if cache is not None and not result.errors:
-        cache.put(source.text, filename, job.settings, result)
+        cache.put(source.text, filename, job.settings, result, context)
     if job.mode == "check" and not result.findings:
         result.source = None  # reporters only need the text when there is something to show
     return result
@@ -332,7 +351,7 @@ def _write_fixes(path: Path, data: bytes, source: SourceText, result: FileResult
             return result
         except WriteError as exc:
             reason = str(exc)
-    unfixed = lint_text(source.text, filename, job.settings, edits=job.edits)
+    unfixed = lint_text(source.text, filename, job.settings, edits=job.edits, project=job.project)
     unfixed.errors.append(FileError(filename, reason, warning=True))
     return unfixed
 
@@ -340,8 +359,10 @@ def _write_fixes(path: Path, data: bytes, source: SourceText, result: FileResult
 def run_jobs(jobs: Sequence[Job], workers: int | None = None) -> list[FileResult]:
     """Process files, in parallel when it pays off; results come back in input order."""
     from amplint.pool import run_in_pool
+    from amplint.project.phase import with_project_contexts
 
-    return run_in_pool(process_file, jobs, workers)
+    # Two phases: every module's summary first, then each file linted with what its imports reach.
+    return run_in_pool(process_file, with_project_contexts(jobs, workers), workers)
 
 
 def default_jobs() -> int:

@@ -28,6 +28,7 @@ def settings_for_directory(directory: str | Path, respect_noqa: bool = True) -> 
         root=str(config.root.resolve()),
         respect_noqa=respect_noqa,
         unfixable=config.unfixable,
+        project_analysis=config.project_analysis,
     )
 
 

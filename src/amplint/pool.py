@@ -35,8 +35,11 @@ def _import_parsing(jobs: Sequence) -> None:
         rules_for(settings.enabled_codes())
 
 
-def run_in_pool(process_file: Callable, jobs: Sequence, workers: int | None = None) -> list:
-    """``process_file`` over ``jobs``, in parallel when it pays off; results in input order."""
+def run_in_pool(process_file: Callable, jobs: Sequence, workers: int | None = None, parses: bool = True) -> list:
+    """``process_file`` over ``jobs``, in parallel when it pays off; results in input order.
+
+    ``parses``: the jobs are engine ``Job``s that parse with libcst (the project pass's summaries
+    use only ``ast`` and need nothing imported before the fork)."""
     workers = workers or default_jobs()
     if workers <= 1 or len(jobs) < POOL_THRESHOLD:
         return [process_file(job) for job in jobs]
@@ -45,7 +48,7 @@ def run_in_pool(process_file: Callable, jobs: Sequence, workers: int | None = No
 
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
     context = multiprocessing.get_context(method)
-    if method == "fork":
+    if method == "fork" and parses:
         _import_parsing(jobs)
     chunk = max(1, min(32, len(jobs) // (workers * 8) or 1))
     from amplint import worker_lifetime

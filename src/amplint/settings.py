@@ -59,6 +59,8 @@ class Settings:
 
     def fixable(self, code: str) -> bool:
         return not self.unfixable or code not in _expanded(self.unfixable)
+    # False lints each file on its own: calls into other modules of the project are not followed.
+    project_analysis: bool = True
 
     def validate(self) -> None:
         self.enabled_codes()

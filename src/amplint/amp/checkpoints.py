@@ -26,6 +26,19 @@ _STATE_SUFFIXES = ("_state_dict", "_state", "_sd", "_dict")
 _MUTATORS = ("update", "setdefault", "__setitem__")
 
 Item = tuple[str | None, cst.BaseExpression, cst.CSTNode]
+# Calls that turn a record into the dict that is saved.
+_RECORD_TO_DICT = ("asdict", "dataclasses.asdict", "vars")
+
+
+def _record_items(value: cst.CSTNode | None) -> tuple[str, list[Item]] | None:
+    """``("Snapshot", items)`` for ``Snapshot(model_state=..., optimizer_state=...)``: a class
+    (capitalised, by convention) built from keywords only."""
+    if not isinstance(value, cst.Call) or not value.args or any(arg.keyword is None for arg in value.args):
+        return None
+    name = S.dotted(value.func)
+    if name is None or not name.rsplit(".", 1)[-1][:1].isupper():
+        return None
+    return name, [(arg.keyword.value, arg.value, arg) for arg in value.args]  # type: ignore[union-attr]
 
 
 def scaler_key_like(optimizer_key: str | None) -> str:
@@ -58,6 +71,10 @@ class Checkpoint:
     # (key, statement) for each ``ckpt["key"] = value`` that completes the dict after it is built
     subscript_stmts: list[tuple[str | None, cst.CSTNode]] = field(default_factory=list)
     variable: str | None = None  # the dict's variable, when it is built before the save
+    # ``torch.save(optimizer.state_dict(), "optimizer.pt")``: one state per file, no dict
+    single: bool = False
+    # ``Snapshot(model_state=..., optimizer_state=...)``, saved as it is or as ``asdict(snapshot)``
+    record: str | None = None
 
     @property
     def keys(self) -> list[str | None]:
@@ -82,6 +99,15 @@ class Checkpoint:
 class CheckpointFacts:
     """Mixed into :class:`~amplint.amp.facts.FileFacts`."""
 
+    @cached_property
+    def project(self):
+        """The :class:`~amplint.project.query.ProjectView` of this file. The engine sets it with
+        what the file's imports reach; facts built on their own see only the file itself."""
+        from amplint.project.query import ProjectView
+        from amplint.project.summarize import summarize_text
+
+        return ProjectView(self, summarize_text(self.module.code))
+
     # -- the save side
     @cached_property
     def checkpoint_saves(self) -> list[Event]:
@@ -100,21 +126,35 @@ class CheckpointFacts:
 
     def _read_checkpoint(self, event: Event) -> Checkpoint | None:
         obj = S.argument(event.call, 0, "obj")
+        if self._state_dict_receiver(obj) is not None:
+            return Checkpoint(items=[(None, obj, obj)], single=True)  # type: ignore[list-item]
+        return self.checkpoint_value(obj, event.ctx)
+
+    def checkpoint_value(self, obj: cst.CSTNode | None, at: Context) -> Checkpoint | None:
+        """What the dict ``obj`` holds when it is written at ``at``: a display, ``dict(...)``, or a
+        variable built before in the same function (and completed key by key)."""
         items = S.dict_items(obj)
         if items is not None:
             return Checkpoint(items=items, container=obj)
+        if isinstance(obj, cst.Call) and S.dotted(obj.func) in _RECORD_TO_DICT and len(obj.args) == 1:
+            obj = obj.args[0].value  # ``asdict(snapshot)``: what the record holds
         if not isinstance(obj, cst.Name):
             return None
         name = obj.value
-        before = [a for a in self.assignments if a.ctx.scope is event.ctx.scope and a.ctx.order < event.order]
+        before = [a for a in self.assignments if a.ctx.scope is at.scope and a.ctx.order < at.order]
         whole = [a for a in before if name in a.targets and not a.subscript_keys]
         if not whole:
             return None
         last = whole[-1]
         items = S.dict_items(last.value)
+        if items is None and len(last.targets) == 1 and (record := _record_items(last.value)) is not None:
+            later = [a for a in before if a.ctx.order > last.ctx.order]
+            if any(t.startswith(name + ".") for a in later for t in a.targets) or self.dict_escapes(name, at, last.ctx.order):
+                return None  # fields set after construction, or the record handed to other code
+            return Checkpoint(items=record[1], record=record[0], variable=name)
         if items is None or len(last.targets) != 1:
             return None
-        if len(whole) > 1 and tuple(event.ctx.branches[: len(last.ctx.branches)]) != tuple(last.ctx.branches):
+        if len(whole) > 1 and tuple(at.branches[: len(last.ctx.branches)]) != tuple(last.ctx.branches):
             return None  # built in one branch, something else in another: cannot tell what is saved
         checkpoint = Checkpoint(items=list(items), container=last.value, variable=name)
         for assignment in before:
@@ -124,7 +164,7 @@ class CheckpointFacts:
                 if base == name:
                     checkpoint.items.append((key, assignment.value, assignment.node))  # type: ignore[arg-type]
                     checkpoint.subscript_stmts.append((key, assignment.ctx.stmt))  # type: ignore[arg-type]
-        if self.dict_escapes(name, event.ctx, last.ctx.order):
+        if self.dict_escapes(name, at, last.ctx.order):
             return None
         return checkpoint
 
@@ -263,8 +303,8 @@ class CheckpointFacts:
         module_level: list[str] = []
         function = self.function_of(ctx.scope)
         for key, info in self.scalers.items():
-            if info.provably_disabled:
-                continue
+            if self.scaler_provably_disabled(key, ctx.scope):
+                continue  # built with ``enabled=False`` here, whatever other functions do
             if not info.constructions and not (info.evidence & {"scale-backward", "unscale_", "named-step"}):
                 continue
             if self.scaler_optional(key):
@@ -281,7 +321,29 @@ class CheckpointFacts:
                 out.append(key)
             elif key not in ctx.scope.bindings and any(a.ctx.scope.kind == "module" for a in self.assignments_to(key)):
                 module_level.append(key)
+        out.extend(w for w in self.scaler_wrappers(ctx) if w not in out)
         return out or module_level
+
+    def scaler_wrappers(self, ctx: Context) -> list[str]:
+        """Locals of ``ctx``'s function that hold a GradScaler wrapper: timm's / MAE's
+        ``NativeScaler()`` (a class named ``...Scaler``), or a project class that builds a GradScaler.
+        They have ``state_dict()``/``load_state_dict()`` and belong in the checkpoint like the scaler."""
+        out: list[str] = []
+        for assignment in self.assignments:
+            if assignment.ctx.scope is not ctx.scope or len(assignment.targets) != 1 or "." in assignment.targets[0]:
+                continue
+            name = assignment.targets[0]
+            if name in out or name in self.scalers:
+                continue
+            site = self.call_site(assignment.value) if isinstance(assignment.value, cst.Call) else None
+            if site is None or site.qualname in API.SCALER_CLASSES:
+                continue
+            if (site.func_text or "").rsplit(".", 1)[-1].endswith("Scaler") or self.project.builds_scaler(site):
+                local = [a for a in self.assignments_to(name) if a.ctx.scope is ctx.scope]
+                if any(S.is_none(a.value) for a in local) and all(a.ctx.branches for a in local if not S.is_none(a.value)):
+                    continue  # ``None`` unless AMP is on: optional, like an optional GradScaler
+                out.append(name)
+        return out
 
     def _used_in_class(self, key: str, class_name: str) -> bool:
         """``self.x`` (or ``self.x.y``) is referenced in a method of the class ``class_name``."""

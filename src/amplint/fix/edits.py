@@ -43,8 +43,9 @@ def insert_arg(call: cst.Call, index: int, arg: cst.Arg) -> cst.Call:
     if index >= len(args):
         last = args[-1]
         trailing = last.comma
-        args[-1] = last.with_changes(comma=_comma_like(call))
-        args.append(arg.with_changes(comma=trailing))
+        # The space before ``)`` (a line break in a call laid out over lines) moves to the new last argument.
+        args[-1] = last.with_changes(comma=_comma_like(call), whitespace_after_arg=cst.SimpleWhitespace(""))
+        args.append(arg.with_changes(comma=trailing, whitespace_after_arg=last.whitespace_after_arg))
         return call.with_changes(args=args)
     args.insert(index, arg.with_changes(comma=_comma_like(call)))
     return call.with_changes(args=args)

@@ -6,10 +6,12 @@ from typing import Iterator
 import libcst as cst
 
 from amplint.amp import Event
+from amplint.amp.checkpoint_helpers import CheckpointHelperFacts, HelperCheckpoint, scaler_key_read, state_dict_methods
 from amplint.amp.checkpoints import Checkpoint, scaler_key_like
 from amplint.amp.checkpoints import scaler_key_like as _styled_key  # noqa: F401 - the fix-shape tests import it here
 from amplint.fix import Fix, NoFix
 from amplint.fix import dicts as D
+from amplint.fix.checkpoint_files import load_scaler_file, save_scaler_file
 from amplint.fix import edits as E
 from amplint.model import FixSafety
 from amplint.rules.base import SCALER_TRIGGERS, Invalid, Rule, Violation
@@ -18,11 +20,25 @@ from amplint.rules.base import SCALER_TRIGGERS, Invalid, Rule, Violation
 class ScalerStateNotCheckpointed(Rule):
     """
     ## What it does
-    Finds checkpoints that save the optimizer (and model) state but not the `GradScaler`'s while a
-    scaler is in scope (a local, a parameter, a module-level scaler or `self.scaler`): dict literals
-    passed to `torch.save`, a dict built in a variable first, `dict(...)` calls and
-    `checkpoint["optimizer"] = ...` assignments. It also finds resume code that restores the
-    optimizer with `optimizer.load_state_dict(...)` but never calls `scaler.load_state_dict(...)`.
+    Finds checkpoints that save the optimizer (and model) state but not the `GradScaler`'s while an
+    enabled scaler is in scope (a local, a parameter, a module-level scaler, `self.scaler`, or a
+    `NativeScaler`-style wrapper):
+
+    - dict literals passed to `torch.save`, a dict built in a variable first (and completed key by
+      key), `dict(...)` calls, dataclass snapshots (`torch.save(asdict(snapshot), path)`);
+    - one file per state: `torch.save(optimizer.state_dict(), "optimizer.pt")` with no scaler file
+      saved beside it;
+    - a class that owns a scaler and whose `state_dict()` returns only the model and optimizer;
+    - checkpoint helpers, in the same file or in another module of the project
+      (`save_checkpoint(model, optimizer, epoch, path)` from `utils.py`), and the checkpointers of
+      timm (`CheckpointSaver`, `resume_checkpoint`) and fvcore/detectron2 (`Checkpointer`), called
+      with the optimizer but not the scaler; a dict handed to a helper that saves it as it is
+      (`save_checkpoint(state, is_best)`, `save_on_master(...)`) is checked like a `torch.save`.
+
+    On the resume side it finds code that restores the optimizer (`optimizer.load_state_dict(...)`,
+    or a loader helper) but never the scaler, and a scaler restored from a key
+    (`scaler.load_state_dict(ckpt["scaler"])`) that no checkpoint saved in the file or the modules
+    it imports ever writes.
 
     ## Why is this bad?
     The scaler's state (the current scale and its growth tracker) is part of the training state.
@@ -52,11 +68,19 @@ class ScalerStateNotCheckpointed(Rule):
 
     ## Fix safety
     The fix is safe. On save it adds `"scaler": scaler.state_dict()` (spelled as the scaler is in
-    scope, keyed like the dict's other keys, e.g. `"scaler_state_dict"`). On load it inserts
-    `if "scaler" in checkpoint: scaler.load_state_dict(checkpoint["scaler"])` right after the
-    optimizer is restored, with the key the save side of the same file uses, guarded so that
-    checkpoints written before the fix still load. No fix is offered when the scaler may be `None`
-    there, when several scalers are in scope, or when the checkpoint variable cannot be seen.
+    scope, keyed like the dict's other keys, e.g. `"scaler_state_dict"`), or, for one file per
+    state, `torch.save(scaler.state_dict(), "scaler.pt")` beside the optimizer's file. On load it
+    inserts `if "scaler" in checkpoint: scaler.load_state_dict(checkpoint["scaler"])` right after
+    the optimizer is restored, with the key the save side of the same file uses (for one file per
+    state, a load of `scaler.pt` that skips a missing file), guarded so that checkpoints written
+    before the fix still load. A helper with a scaler parameter the call leaves out
+    (`save_checkpoint(..., scaler=None)`) is passed the scaler (`scaler=scaler`). No fix is offered
+    when the scaler may be `None` there, when several scalers are in scope, when the checkpoint
+    variable cannot be seen, when a helper has no scaler parameter (the helper must change, in its
+    own file), for dataclass snapshots (they need a field) and for a scaler key no save writes.
+
+    Helpers in other modules are followed by the project pass; `--no-project` (or
+    `project-analysis = false`) lints each file on its own.
 
     ## References
     - [CUDA Automatic Mixed Precision examples: saving/resuming](https://pytorch.org/docs/stable/notes/amp_examples.html)
@@ -96,6 +120,16 @@ class ScalerStateNotCheckpointed(Rule):
             ckpt = torch.load(path)
             optimizer.load_state_dict(ckpt['optimizer'])
             scaler.load_state_dict(ckpt['scaler'])
+        """),
+        dedent("""\
+            import torch
+            def save_checkpoint(model, optimizer, path, scaler=None):
+                state = {'model': model.state_dict(), 'optimizer': optimizer.state_dict()}
+                if scaler is not None:
+                    state['scaler'] = scaler.state_dict()
+                torch.save(state, path)
+            scaler = torch.amp.GradScaler('cuda')
+            save_checkpoint(model, optimizer, path, scaler)
         """),
     )
     invalid = (
@@ -139,6 +173,28 @@ class ScalerStateNotCheckpointed(Rule):
                 torch.save(dict(model=model.state_dict(), optimizer=optimizer.state_dict(), scaler=scaler.state_dict()), path)
             """),
         ),
+        Invalid(
+            dedent("""\
+                import torch
+                def save_checkpoint(model, optimizer, path, scaler=None):
+                    state = {'model': model.state_dict(), 'optimizer': optimizer.state_dict()}
+                    if scaler is not None:
+                        state['scaler'] = scaler.state_dict()
+                    torch.save(state, path)
+                scaler = torch.amp.GradScaler('cuda')
+                save_checkpoint(model, optimizer, path)
+            """),
+            fixed=dedent("""\
+                import torch
+                def save_checkpoint(model, optimizer, path, scaler=None):
+                    state = {'model': model.state_dict(), 'optimizer': optimizer.state_dict()}
+                    if scaler is not None:
+                        state['scaler'] = scaler.state_dict()
+                    torch.save(state, path)
+                scaler = torch.amp.GradScaler('cuda')
+                save_checkpoint(model, optimizer, path, scaler=scaler)
+            """),
+        ),
     )
 
     def check(self) -> Iterator[Violation]:
@@ -153,8 +209,16 @@ class ScalerStateNotCheckpointed(Rule):
             if id(written) not in reported:
                 reported.add(id(written))
                 yield violation
+        for method in state_dict_methods(self.facts):
+            violation = self._check_state_method(method)
+            if violation is not None:
+                yield violation
         for event in self.facts.state_restores:
-            violation = self._check_load(event)
+            violation = self._check_load(event) or self._check_unwritten_key(event)
+            if violation is not None:
+                yield violation
+        for helper in CheckpointHelperFacts(self.facts).calls():
+            violation = self._check_helper(helper)
             if violation is not None:
                 yield violation
 
@@ -163,22 +227,52 @@ class ScalerStateNotCheckpointed(Rule):
         facts = self.facts
         scalers = facts.checkpointed_scalers(event.ctx)
         checkpoint = facts.saved_checkpoint(event) if scalers else None
-        if checkpoint is None or checkpoint.has_spread:
+        if checkpoint is None or facts.scaler_saved_beside(event, scalers):
+            return None
+        return self._check_checkpoint(event.call, checkpoint, scalers, event.ctx, lambda keys: self._save_fix(event, checkpoint, scalers, keys))
+
+    def _check_checkpoint(self, node, checkpoint: Checkpoint, scalers: list[str], ctx, fix, where: str = "This checkpoint") -> Violation | None:
+        """The finding for a checkpoint that holds optimizer state and no scaler state."""
+        facts = self.facts
+        if checkpoint.has_spread:
             return None
         optimizer_keys = [key for key, value, _ in checkpoint.items if facts.is_optimizer_state(key, value)]
-        if not optimizer_keys or facts.holds_scaler_state(checkpoint, scalers) or facts.scaler_saved_beside(event, scalers):
+        if not optimizer_keys or facts.holds_scaler_state(checkpoint, scalers):
             return None
         has_model = any(facts.is_model_state(key, value) for key, value, _ in checkpoint.items)
         names = ", ".join(f"`{s}`" for s in scalers)
         message = (
-            f"This checkpoint saves the optimizer{' and model' if has_model else ''} state but not the GradScaler's "
+            f"{where} saves the optimizer{' and model' if has_model else ''} state but not the GradScaler's "
             f"({names} is in scope): a resumed run restarts at scale 65536 and skips steps until it backs off again. "
             f"Save `{scalers[0]}.state_dict()` with it"
         )
-        return self.violation(event.call, message, fix=self._save_fix(event, checkpoint, scalers, optimizer_keys))
+        return self.violation(node, message, fix=fix(optimizer_keys))
+
+    def _check_state_method(self, method) -> Violation | None:
+        """``def state_dict(self): return {...}`` of a class whose GradScaler is left out."""
+        scalers = self.facts.checkpointed_scalers(method.ctx)
+        checkpoint = self.facts.checkpoint_value(method.value, method.ctx) if scalers else None
+        if checkpoint is None:
+            return None
+        where = f"`{method.function.class_name}.state_dict`"
+        return self._check_checkpoint(
+            method.value, checkpoint, scalers, method.ctx,
+            lambda keys: self._dict_fix(method.ctx, checkpoint, scalers, keys, "this state_dict"), where,
+        )
 
     def _save_fix(self, event: Event, checkpoint: Checkpoint, scalers: list[str], optimizer_keys: list[str | None]) -> Fix | NoFix:
-        reason = self._scaler_unfit(event, scalers, "this save")
+        if checkpoint.single:
+            return self._file_save_fix(event, scalers)
+        return self._dict_fix(event.ctx, checkpoint, scalers, optimizer_keys, "this save")
+
+    def _file_save_fix(self, event: Event, scalers: list[str]) -> Fix | NoFix:
+        reason = self._scaler_unfit(event.ctx, scalers, "this save")
+        return NoFix(reason) if reason is not None else save_scaler_file(self.facts, event, scalers[0])
+
+    def _dict_fix(self, ctx, checkpoint: Checkpoint, scalers: list[str], optimizer_keys: list[str | None], point: str) -> Fix | NoFix:
+        if checkpoint.record is not None:
+            return NoFix(f"the checkpoint is a `{checkpoint.record}` object: give it a field for the scaler's state")
+        reason = self._scaler_unfit(ctx, scalers, point)
         if reason is not None:
             return NoFix(reason)
         scaler = scalers[0]
@@ -205,14 +299,14 @@ class ScalerStateNotCheckpointed(Rule):
             return Fix.safe(message, {container: E.insert_arg(container, len(container.args), E.keyword(key, value))})
         return NoFix("the checkpoint dict is not visible here")
 
-    def _scaler_unfit(self, event: Event, scalers: list[str], point: str) -> str | None:
-        """Why the one scaler in scope cannot be written into the fix at ``event``, if it cannot."""
+    def _scaler_unfit(self, ctx, scalers: list[str], point: str, none_ok: bool = False) -> str | None:
+        """Why the one scaler in scope cannot be written into the fix at ``ctx``, if it cannot."""
         if len(scalers) != 1:
             return "several scalers are in scope"
         scaler = scalers[0]
-        if self.facts.scaler_may_be_none(scaler, event.ctx):
+        if not none_ok and self.facts.scaler_may_be_none(scaler, ctx):
             return f"`{scaler}` may be None here"
-        if self.facts.scaler_created_at(scaler, event.ctx) > event.order:
+        if self.facts.scaler_created_at(scaler, ctx) > ctx.order:
             return f"`{scaler}` is created after {point}"
         return None
 
@@ -232,19 +326,100 @@ class ScalerStateNotCheckpointed(Rule):
         return self.violation(event.call, message, fix=self._load_fix(event, scalers))
 
     def _load_fix(self, event: Event, scalers: list[str]) -> Fix | NoFix:
-        reason = self._scaler_unfit(event, scalers, "the optimizer is restored")
+        reason = self._scaler_unfit(event.ctx, scalers, "the optimizer is restored")
         if reason is not None:
             return NoFix(reason)
         scaler = scalers[0]
-        lookup = self.facts.checkpoint_lookup(event)
-        if lookup is None:
-            return NoFix("the checkpoint the optimizer state comes from is not a `ckpt[\"key\"]` lookup")
-        checkpoint, optimizer_key, key_node = lookup
         stmt = event.ctx.stmt
         if not isinstance(stmt, cst.SimpleStatementLine) or self.facts.statement_block(stmt) is None:
             return NoFix("the optimizer is restored in a statement the fix cannot follow")
+        lookup = self.facts.checkpoint_lookup(event)
+        if lookup is None:
+            return load_scaler_file(self.facts, event, scaler, stmt)
+        checkpoint, optimizer_key, key_node = lookup
         key = self.facts.saved_scaler_key(scaler, optimizer_key) or scaler_key_like(optimizer_key)
         literal = D.quoted(key, key_node)
         new = cst.parse_statement(f"if {literal} in {checkpoint}:\n    {scaler}.load_state_dict({checkpoint}[{literal}])\n")
         message = f'Restore `{scaler}` from {checkpoint}["{key}"] after the optimizer'
         return Fix.safe(message, {stmt: E.insert_after(stmt, new)})
+
+    # -- a resume that reads a scaler key no save writes
+    def _check_unwritten_key(self, event: Event) -> Violation | None:
+        facts = self.facts
+        receiver = event.receiver
+        if receiver is None or not facts.is_scaler(receiver):
+            return None
+        read = scaler_key_read(event.call)
+        if read is None:
+            return None
+        checkpoint, key = read
+        optimizer_keys = {
+            lookup[1] for other in facts.state_restores
+            if other.ctx.scope is event.ctx.scope and facts.restores_optimizer(other)
+            and (lookup := facts.checkpoint_lookup(other)) is not None and lookup[0] == checkpoint
+        }
+        if not optimizer_keys:
+            return None
+        saves = list(facts.project.visible_saves())
+        writers = [(module, function, save) for module, function, save in saves if optimizer_keys & set(save.keys)]
+        if not writers or not all(save.complete for _, _, save in saves) or any(key in save.keys for _, _, save in saves):
+            return None
+        if any(function.saved_whole for _, function, _ in saves):
+            return None  # some save writes a dict built elsewhere: its keys are not all seen
+        module, function, save = writers[0]
+        place = f"{module}:{save.line}" if module else f"line {save.line}"
+        message = (
+            f'The scaler is restored from "{key}", a key that no save in this file or the modules it imports writes '
+            f"(`{function.name}` at {place} saves the optimizer without it): the scaler is never restored and the "
+            "resumed run restarts at scale 65536"
+        )
+        return self.violation(event.call, message, fix=NoFix("the save side must write the scaler's state first"))
+
+    # -- helpers that save or restore what they are handed
+    def _check_helper(self, helper: HelperCheckpoint) -> Violation | None:
+        site, callee = helper.site, helper.callee
+        scalers = list(helper.scalers)
+        if helper.whole is not None:
+            checkpoint = self.facts.checkpoint_value(helper.whole, site.ctx)
+            if checkpoint is None:
+                return None
+            where = f"The checkpoint handed to {callee.where}"
+            return self._check_checkpoint(
+                site.node, checkpoint, scalers, site.ctx,
+                lambda keys: self._dict_fix(site.ctx, checkpoint, scalers, keys, "this call"), where,
+            )
+        names = ", ".join(f"`{s}`" for s in scalers)
+        what = "saved" if helper.side == "save" else "restored"
+        if helper.scaler_param is not None:
+            message = (
+                f"{callee.where} is called without its `{helper.scaler_param}` argument, so the GradScaler's state "
+                f"({names} is in scope) is not {what} with the optimizer's: a resumed run restarts at scale 65536 and skips steps"
+            )
+        elif helper.side == "save":
+            message = (
+                f"{callee.where} saves the optimizer state it is handed but not the GradScaler's ({names} is in scope "
+                "and not passed): a resumed run restarts at scale 65536 and skips steps"
+            )
+        else:
+            message = (
+                f"{callee.where} restores the optimizer state it is handed but not the GradScaler's ({names} is in scope "
+                "and not passed): the resumed run restarts at scale 65536 and skips steps"
+            )
+        return self.violation(site.node, message, fix=self._helper_fix(helper))
+
+    def _helper_fix(self, helper: HelperCheckpoint) -> Fix | NoFix:
+        site, callee = helper.site, helper.callee
+        if helper.scaler_param is None:
+            verb = "save" if helper.side == "save" else "restore"
+            return NoFix(f"`{callee.function.name}` has no scaler parameter: give it one and {verb} the scaler's state there")
+        # A ``scaler=None`` default takes a scaler that may be None; ``**checkpointables`` do not.
+        reason = self._scaler_unfit(site.ctx, list(helper.scalers), "this call", none_ok=not callee.function.has_varkw)
+        if reason is not None:
+            return NoFix(reason)
+        scaler = helper.scalers[0]
+        if scaler.startswith("self.") and any(a.ctx.order > site.ctx.order for a in self.facts.assignments_to(scaler, site.ctx.scope)):
+            return NoFix(f"`{scaler}` is set after this call")
+        call = site.node
+        arg = E.keyword(helper.scaler_param, cst.parse_expression(scaler))
+        return Fix.safe(f"Pass `{helper.scaler_param}={scaler}`", {call: E.insert_arg(call, len(call.args), arg)})
+

@@ -1,0 +1,217 @@
+"""Checkpoints written or restored by a helper: ``save_checkpoint(model, optimizer, epoch, path)``.
+
+The helper is read from its summary (:mod:`amplint.project`): a function of this file or of a
+module it imports that saves (or restores) the optimizer handed to it. A call is a
+:class:`HelperCheckpoint` when an enabled scaler is in scope there and is not handed over; what
+the helper does with scalers says what the fix can be:
+
+- it takes a scaler parameter the call leaves out (``save_checkpoint(..., scaler=None)``): pass it;
+- it saves the whole object it is given (``save_checkpoint(state, is_best)``): the dict the call
+  builds is the checkpoint, and the scaler's state goes into it;
+- it has no way to receive a scaler: report only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from amplint.amp import catalogue as API
+from amplint.amp.checkpoint_libraries import DELEGATING_KEYWORDS, LIBRARY_HELPERS
+from amplint.amp.checkpoints import LOADER_WORDS
+from amplint.project.query import Callee
+from amplint.semantic import syntax as S
+
+
+# Words in a call's name that say it writes a checkpoint.
+_SAVER_WORDS = ("save", "checkpoint", "ckpt", "dump", "snapshot")
+
+
+@dataclass(frozen=True)
+class HelperCheckpoint:
+    site: object  # the CallSite
+    callee: Callee
+    side: str  # "save" | "load"
+    scalers: tuple[str, ...]
+    scaler_param: str | None  # the helper's scaler parameter the call leaves out
+    whole: cst.BaseExpression | None  # the argument saved as it is (``save_checkpoint(state, ...)``)
+
+
+def _bound_arguments(call: cst.Call, callee: Callee) -> dict[str, cst.BaseExpression] | None:
+    """Parameter -> argument value; ``None`` when the call cannot be matched (``*args``, ``**kw``,
+    unknown keywords)."""
+    bound: dict[str, cst.BaseExpression] = {}
+    position = 0
+    for arg in call.args:
+        if arg.star:
+            return None
+        keyword = arg.keyword.value if arg.keyword is not None else None
+        param = callee.function.parameter_for(None if keyword else position, keyword)
+        if keyword is None:
+            position += 1
+        if param is None:
+            if keyword is not None and callee.function.has_varkw:
+                continue
+            return None
+        bound[param] = arg.value
+    return bound
+
+
+def _qualified_name(function) -> str | None:
+    """``Trainer.save`` / ``save_checkpoint``: how a summary names the function of ``FunctionInfo``."""
+    if function is None:
+        return None
+    name = function.node.name.value
+    return f"{function.class_name}.{name}" if function.class_name else name
+
+
+def _is_optimizer_value(facts, value: cst.BaseExpression) -> bool:
+    """``optimizer``, ``self.optimizer`` or ``optimizer.state_dict()``."""
+    if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "state_dict":
+        value = value.func.value
+    text = S.dotted(value)
+    return text is not None and (facts.is_optimizer(text) or API.is_optimizer_name(text))
+
+
+class CheckpointHelperFacts:
+    """Helper checkpoints of a file; used by AMP006 (``facts`` is the file's FileFacts)."""
+
+    def __init__(self, facts) -> None:
+        self.facts = facts
+
+    def calls(self):
+        facts = self.facts
+        for site in facts.calls:
+            callee = self.callee(site)
+            if callee is None:
+                continue
+            function = callee.function
+            side = "save" if function.saves_optimizer or function.saved_whole else "load" if function.restores_optimizer else None
+            if side is None or self._inside(site, callee):
+                continue
+            found = self._read(site, callee, side)
+            if found is not None:
+                yield found
+
+    def callee(self, site) -> Callee | None:
+        """The project function ``site`` calls, else a library checkpointer it builds."""
+        callee = self.facts.project.callee(site)
+        if callee is None and site.qualname in LIBRARY_HELPERS:
+            library, function = LIBRARY_HELPERS[site.qualname]
+            callee = Callee(function, library)
+        return callee
+
+    def _inside(self, site, callee: Callee) -> bool:
+        """The call is in the helper itself, or the helper is in this file and sees a scaler of
+        its own (a module-level one): its ``torch.save`` is then checked where it is written."""
+        if callee.module:
+            return False
+        facts = self.facts
+        if _qualified_name(facts.function_of(site.ctx.scope)) == callee.function.name:
+            return True
+        for event in (*facts.checkpoint_saves, *facts.state_restores):
+            function = facts.function_of(event.ctx.scope)
+            if _qualified_name(function) != callee.function.name:
+                continue
+            for scaler in facts.checkpointed_scalers(event.ctx):
+                own = scaler in function.params or any(a.ctx.scope is event.ctx.scope for a in facts.assignments_to(scaler))
+                if not own:
+                    return True
+        return False
+
+    def _read(self, site, callee: Callee, side: str) -> HelperCheckpoint | None:
+        facts = self.facts
+        bound = _bound_arguments(site.node, callee)
+        if bound is None:
+            return None
+        scalers = facts.checkpointed_scalers(site.ctx)
+        if not scalers or any(facts.mentions_scaler(value, scalers) for value in bound.values()):
+            return None
+        if any(p in DELEGATING_KEYWORDS or S.dotted(v) == "self" for p, v in bound.items()):
+            return None  # handed a trainer whose own state_dict may hold the scaler
+        if self._scaler_handled_beside(site, scalers, side):
+            return None
+        function = callee.function
+        missing = [p for p in function.scaler_params if p not in bound and p in function.defaults]
+        if side == "save":
+            whole = next((bound[p] for p in function.saved_whole if p in bound), None)
+            if whole is not None:
+                return HelperCheckpoint(site, callee, side, tuple(scalers), None, whole)
+            handed = [p for p in function.saved_params if p in bound and _is_optimizer_value(facts, bound[p])]
+            covered = function.saves_scaler
+        else:
+            handed = [p for p in function.restored_params if p in bound and _is_optimizer_value(facts, bound[p])]
+            covered = function.restores_scaler
+        if not handed:
+            return None
+        if covered and not missing:
+            return None  # the helper saves (restores) a scaler it finds itself
+        return HelperCheckpoint(site, callee, side, tuple(scalers), missing[0] if len(missing) == 1 else None, None)
+
+    def _scaler_handled_beside(self, site, scalers: list[str], side: str) -> bool:
+        """The scaler is saved (restored) another way where the helper is called: in the same
+        function (or, for ``self.`` scalers, the same class), by ``torch.save(scaler.state_dict(), p)``,
+        ``scaler.load_state_dict(...)``, or a call named like a saver (loader) that is handed the scaler."""
+        facts = self.facts
+        if side == "save":
+            if any(self._beside(site, e.ctx) and facts.mentions_scaler(e.call, scalers) for e in facts.checkpoint_saves):
+                return True
+        elif any(self._beside(site, e.ctx) and e.receiver in scalers for e in facts.state_restores):
+            return True
+        words = _SAVER_WORDS if side == "save" else LOADER_WORDS
+        for other in facts.calls:
+            if other is site or not self._beside(site, other.ctx):
+                continue
+            name = (other.func_text or "").rsplit(".", 1)[-1].lower()
+            callee = self.callee(other)
+            effect = callee is not None and (callee.function.saves_scaler if side == "save" else callee.function.restores_scaler)
+            if (effect or any(word in name for word in words)) and any(facts.mentions_scaler(a.value, scalers) for a in other.node.args):
+                return True
+        return False
+
+    def _beside(self, site, ctx) -> bool:
+        """``ctx`` is in the function of ``site``, or in a method of the same class."""
+        if ctx.scope is site.ctx.scope:
+            return True
+        own = self.facts.function_of(site.ctx.scope)
+        other = self.facts.function_of(ctx.scope)
+        return own is not None and other is not None and own.class_name is not None and own.class_name == other.class_name
+
+
+# -- a class's own ``state_dict``: ``return {"model": ..., "optimizer": ...}``
+@dataclass(frozen=True)
+class StateMethod:
+    """``def state_dict(self): return {...}`` of a class: the dict is the class's checkpoint."""
+
+    function: object  # FunctionInfo
+    value: cst.BaseExpression  # the returned dict
+    ctx: object  # the Context of a call inside the dict (the return's place)
+
+
+def state_dict_methods(facts):
+    """The ``state_dict`` methods whose body returns a dict display (at its top level)."""
+    for function in facts.functions:
+        if function.class_name is None or function.node.name.value != "state_dict":
+            continue
+        for statement in function.node.body.body:
+            if not isinstance(statement, cst.SimpleStatementLine):
+                continue
+            for small in statement.body:
+                if isinstance(small, cst.Return) and S.dict_items(small.value) is not None:
+                    calls = facts.calls_within(small.value)
+                    if calls:
+                        yield StateMethod(function, small.value, calls[0].ctx)
+
+
+def scaler_key_read(call: cst.Call) -> tuple[str, str] | None:
+    """``("ckpt", "scaler")`` for ``x.load_state_dict(ckpt["scaler"])`` or ``(ckpt.get("scaler"))``."""
+    args = S.positional_args(call)
+    arg = args[0].value if args else None
+    if isinstance(arg, cst.Subscript) and len(arg.slice) == 1 and isinstance(arg.slice[0].slice, cst.Index):
+        base, key = S.dotted(arg.value), S.string_value(arg.slice[0].slice.value)
+    elif isinstance(arg, cst.Call) and isinstance(arg.func, cst.Attribute) and arg.func.attr.value == "get" and arg.args:
+        base, key = S.dotted(arg.func.value), S.string_value(arg.args[0].value)
+    else:
+        return None
+    return (base, key) if base and key else None

@@ -1,0 +1,109 @@
+"""The second phase: each linted file's imports joined to the summaries of the modules they name.
+
+A :class:`ProjectIndex` holds every summarised module of a run by normalised path. For one file,
+:meth:`ProjectIndex.context_for` resolves its same-project imports (:mod:`amplint.project.resolve`)
+and keeps only what they reach, as a :class:`ProjectContext`: small enough to send to a worker
+with the file, and with a digest that goes into the file's cache key, so that an edit to
+``utils.py`` invalidates the cached results of ``train.py``, which imports it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from amplint.project.records import ModuleSummary
+from amplint.project.resolve import candidates, normalized
+
+
+@dataclass(frozen=True)
+class ImportTarget:
+    local: str  # the name bound in the importing file
+    module: str  # the module's file, relative to the importing file's folder
+    attribute: str | None  # the function or class imported; ``None``: the name is the module
+
+
+@dataclass(frozen=True)
+class ProjectContext:
+    targets: tuple[ImportTarget, ...] = ()
+    modules: tuple[tuple[str, ModuleSummary], ...] = ()
+
+    def module(self, name: str) -> ModuleSummary | None:
+        return next((summary for key, summary in self.modules if key == name), None)
+
+    def target(self, local: str) -> ImportTarget | None:
+        return next((t for t in self.targets if t.local == local), None)
+
+    def digest(self) -> str:
+        """Changes whenever anything a rule may learn from the other modules changes."""
+        payload = json.dumps(
+            [[(t.local, t.module, t.attribute) for t in self.targets], [(k, s.to_dict()) for k, s in self.modules]],
+            sort_keys=True, default=list,
+        )
+        return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+class ProjectIndex:
+    """The summaries of a run's modules; ``load`` summarises a module file found only on disk
+    (a helper beside a file named on the command line), or returns ``None``."""
+
+    def __init__(self, root: str | Path, load: Callable[[str], ModuleSummary | None] | None = None) -> None:
+        self.root = Path(normalized(root))
+        self.summaries: dict[str, ModuleSummary | None] = {}
+        self._load = load
+
+    def add(self, path: str, summary: ModuleSummary | None) -> None:
+        self.summaries[normalized(path)] = summary
+
+    def summary(self, path: Path) -> ModuleSummary | None:
+        key = normalized(path)
+        if key not in self.summaries:
+            self.summaries[key] = self._load(key) if self._load is not None and Path(key).is_file() else None
+        return self.summaries[key]
+
+    @staticmethod
+    def display(path: Path, importer: Path) -> str:
+        """The module's path relative to the importing file's folder (``utils.py``,
+        ``../common/io.py``): what messages show, the same from any working directory."""
+        return Path(os.path.relpath(path, importer.parent)).as_posix()
+
+    def imported_files(self, path: str, own: ModuleSummary | None) -> list[str]:
+        """The existing module files ``path``'s imports may name and the index does not hold yet."""
+        if own is None:
+            return []
+        importer = Path(normalized(path))
+        out: list[str] = []
+        for imported in own.imports:
+            for module_file, _ in candidates(importer, imported, self.root):
+                key = normalized(module_file)
+                if key != str(importer) and key not in self.summaries and key not in out and Path(key).is_file():
+                    out.append(key)
+        return out
+
+    def context_for(self, path: str, own: ModuleSummary | None) -> ProjectContext | None:
+        """What ``path``'s imports reach in this index; ``None`` when they reach nothing."""
+        if own is None or not own.imports:
+            return None
+        importer = Path(normalized(path))
+        targets: list[ImportTarget] = []
+        modules: dict[str, ModuleSummary] = {}
+        for imported in own.imports:
+            for module_file, attribute in candidates(importer, imported, self.root):
+                if normalized(module_file) == str(importer):
+                    continue
+                summary = self.summary(module_file)
+                if summary is None:
+                    continue
+                if attribute is not None and attribute not in summary.defined:
+                    continue  # ``from pkg import name``: not defined there, perhaps the submodule
+                name = self.display(Path(normalized(module_file)), importer)
+                targets.append(ImportTarget(imported.local, name, attribute))
+                modules[name] = summary
+                break
+        if not targets:
+            return None
+        return ProjectContext(tuple(targets), tuple(sorted(modules.items())))

@@ -1,0 +1,163 @@
+"""The project pass: module summaries, joined across same-project imports, cached, and kept by the prefilter."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import libcst as cst
+import pytest
+
+from amplint.amp import FileFacts
+from amplint.cache import Cache
+from amplint.config import ConfigError, parse_table
+from amplint.engine import Job, lint_text, run_jobs
+from amplint.positions import Positions
+from amplint.project import ProjectIndex, ProjectView
+from amplint.project.phase import summarize_cached, with_project_contexts
+from amplint.project.summarize import summarize_text
+from amplint.selection import may_have_findings
+from amplint.settings import Settings
+
+PROJECT = Path(__file__).resolve().parents[1] / "fixtures" / "projects" / "helper_ckpt"
+AMP006 = Settings(select=("AMP006",), root=str(PROJECT))
+
+
+def _jobs(root: Path, settings: Settings, cache_dir: str | None = None) -> list[Job]:
+    return [Job(str(path), settings, display=path.name, cache_dir=cache_dir) for path in sorted(root.glob("*.py"))]
+
+
+def _facts_with_project(path: Path, settings: Settings) -> FileFacts:
+    (job,) = [j for j in with_project_contexts(_jobs(path.parent, settings), 1) if j.path == str(path)]
+    text = path.read_text()
+    module = cst.parse_module(text)
+    facts = FileFacts(module, Positions(module), path.name, settings)
+    facts.project = ProjectView(facts, summarize_text(text), job.project)
+    return facts
+
+
+def test_summary_records_what_each_helper_does():
+    summary = summarize_text((PROJECT / "utils.py").read_text())
+    save, load, clip = (summary.function(n) for n in ("save_checkpoint", "load_checkpoint", "clip_gradients"))
+    assert save.saves_optimizer and not save.saves_scaler and save.saved_params == ("epoch", "model", "optimizer")
+    assert save.saves[0].keys == ("model", "optimizer", "epoch") and save.saves[0].complete
+    assert load.restores_optimizer and load.restores_scaler and load.scaler_params == ("scaler",)
+    assert clip.unscales and clip.clips and not clip.steps
+    engine = summarize_text((PROJECT / "engine.py").read_text()).function("train_one_epoch")
+    assert engine.scaled_backward and engine.steps and engine.updates and not engine.unscales
+
+
+def test_calls_resolve_to_helpers_in_other_modules():
+    facts = _facts_with_project(PROJECT / "train.py", AMP006)
+    by_name = {site.func_text: site for site in facts.calls}
+    save = facts.project.callee(by_name["save_checkpoint"])
+    assert (save.module, save.function.name) == ("utils.py", "save_checkpoint")
+    epoch = facts.project.callee(by_name["engine.train_one_epoch"])
+    assert (epoch.module, epoch.function.name) == ("engine.py", "train_one_epoch")
+    assert facts.project.call_reaches(by_name["engine.train_one_epoch"], "steps")
+    assert not facts.project.call_reaches(by_name["engine.train_one_epoch"], "saves_scaler")
+    engine_facts = _facts_with_project(PROJECT / "engine.py", AMP006)
+    (clip,) = [s for s in engine_facts.calls if s.func_text == "clip_gradients"]
+    assert engine_facts.project.call_reaches(clip, "unscales")
+
+
+def test_relative_and_package_imports_resolve(tmp_path):
+    package = tmp_path / "pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "io.py").write_text("import torch\n\ndef save(model, optimizer, path):\n    torch.save({'optimizer': optimizer.state_dict()}, path)\n")
+    (package / "main.py").write_text("from .io import save\nfrom . import io\n")
+    index = ProjectIndex(tmp_path, load=lambda p: summarize_text(Path(p).read_text()))
+    context = index.context_for(str(package / "main.py"), summarize_text((package / "main.py").read_text()))
+    assert {(t.local, t.module, t.attribute) for t in context.targets} == {("save", "io.py", "save"), ("io", "io.py", None)}
+
+
+def test_a_helper_the_prefilter_skips_is_still_summarised_and_followed(tmp_path):
+    (tmp_path / "ckpt.py").write_text(
+        "import torch\n\n\ndef save_checkpoint(model, optimizer, epoch, path):\n"
+        "    torch.save({'model': model.state_dict(), 'optimizer': optimizer.state_dict()}, path)\n"
+    )
+    shutil.copy(PROJECT / "train.py", tmp_path / "train.py")
+    (tmp_path / "train.py").write_text((tmp_path / "train.py").read_text().replace("from utils import load_checkpoint, save_checkpoint", "from ckpt import save_checkpoint\nload_checkpoint = None"))
+    settings = Settings(select=("AMP006",), root=str(tmp_path))
+    assert not may_have_findings((tmp_path / "ckpt.py").read_bytes(), settings, "ckpt.py")
+    results = {r.filename: r for r in run_jobs(_jobs(tmp_path, settings), 1)}
+    assert results["ckpt.py"].skipped
+    assert [(f.code, f.location.row) for f in results["train.py"].findings] == [("AMP006", 20)]  # the import took two lines
+    assert "`save_checkpoint` in ckpt.py" in results["train.py"].findings[0].message
+
+
+def test_single_file_and_no_project_modes_see_only_the_file():
+    text = (PROJECT / "train.py").read_text()
+    assert lint_text(text, "train.py", AMP006).findings == []  # stdin-style: the helpers are elsewhere
+    isolated = Settings(select=("AMP006",), root=str(PROJECT), project_analysis=False)
+    results = {r.filename: r for r in run_jobs(_jobs(PROJECT, isolated), 1)}
+    assert results["train.py"].findings == []
+    results = {r.filename: r for r in run_jobs(_jobs(PROJECT, AMP006), 1)}
+    assert [f.location.row for f in results["train.py"].findings] == [16, 19]
+
+
+def test_every_planted_finding_of_the_fixture_project_and_nothing_else():
+    results = run_jobs(_jobs(PROJECT, AMP006), 1)
+    for result in results:
+        text = (PROJECT / result.filename).read_text().splitlines()
+        planted = [n for n, line in enumerate(text, start=1) if "# expect: AMP006" in line]
+        assert sorted(f.noqa_row for f in result.findings) == planted, result.filename
+
+
+def test_a_scaler_key_no_imported_save_writes_is_reported_across_files():
+    (result,) = [r for r in run_jobs(_jobs(PROJECT, AMP006), 1) if r.filename == "finetune.py"]
+    unwritten = [f for f in result.findings if f.location.row == 13]
+    assert len(unwritten) == 1 and '`save_checkpoint` at utils.py:10' in unwritten[0].message
+    assert lint_text((PROJECT / "finetune.py").read_text(), "finetune.py", AMP006).findings == []
+
+
+def test_summaries_are_cached_by_content_and_results_by_what_the_imports_reach(tmp_path):
+    cache_dir = tmp_path / "cache"
+    cache = Cache(cache_dir)
+    cache.ensure()
+    text = (PROJECT / "utils.py").read_text()
+    summary = summarize_cached(text, str(cache_dir))
+    assert cache.get_summary(text) == summary
+    assert cache.get_summary(text + "\n# edited\n") is None
+    (entry,) = cache.dir.glob("*.summary")
+    entry.write_text('{"key": "0", "summary": {}}')
+    assert cache.get_summary(text) is None  # a foreign or corrupt entry is a miss
+
+    project = tmp_path / "project"
+    shutil.copytree(PROJECT, project)
+    settings = Settings(select=("AMP006",), root=str(project))
+    first = {r.filename: r for r in run_jobs(_jobs(project, settings, str(cache_dir)), 1)}
+    assert len(first["train.py"].findings) == 2
+    # The helper learns to save the scaler: train.py's cached result must not be reused.
+    utils = project / "utils.py"
+    utils.write_text(utils.read_text().replace(
+        "def save_checkpoint(model, optimizer, epoch, output_dir):\n",
+        "def save_checkpoint(model, optimizer, epoch, output_dir, scaler=None):\n",
+    ).replace('"epoch": epoch}\n', '"epoch": epoch}\n    if scaler is not None:\n        state["scaler"] = scaler.state_dict()\n'))
+    again = {r.filename: r for r in run_jobs(_jobs(project, settings, str(cache_dir)), 1)}
+    messages = [f.message for f in again["train.py"].findings]
+    assert len(messages) == 2 and "without its `scaler` argument" in messages[1]
+
+
+def test_project_analysis_key_and_no_project_flag(tmp_path):
+    assert parse_table({"project-analysis": False}, "amplint.toml", None).project_analysis is False
+    assert parse_table({}, "amplint.toml", None).project_analysis is True
+    with pytest.raises(ConfigError, match="'project-analysis' must be true or false"):
+        parse_table({"project-analysis": "no"}, "amplint.toml", None)
+
+    project = tmp_path / "project"
+    shutil.copytree(PROJECT, project)
+
+    def run(*options):
+        return subprocess.run(
+            [sys.executable, "-m", "amplint", "check", "--no-cache", "--select", "AMP006", "--output-format", "concise", *options, "train.py"],
+            capture_output=True, text=True, cwd=project, timeout=120,
+        )
+
+    assert run().stdout.count("AMP006") == 2
+    assert run("--no-project").returncode == 0
+    (project / "amplint.toml").write_text("project-analysis = false\n")
+    assert run().returncode == 0
