@@ -30,6 +30,7 @@ from amplint.amp.scalers import ScalerFacts
 from amplint.amp.torchscript import ScriptFacts
 from amplint.amp.training import TrainingFacts
 from amplint.semantic.call_index import CallIndex
+from amplint.semantic.handlers import HandlerQueries
 from amplint.semantic.identity import IdentityQueries
 from amplint.semantic.import_uses import ImportUses
 from amplint.semantic.model import SemanticModel
@@ -39,7 +40,8 @@ from amplint.semantic.values import ValueQueries
 
 class FileFacts(SemanticModel, AutocastFacts, ScalerFacts, OptimizerFacts, EventFacts, TrainingFacts, ModelFacts,
                 CompatFacts, StatementQueries, IdentityQueries, CastFacts, CheckpointFacts, DeviceFacts,
-                ScriptFacts, IterationFacts, LossScalingFacts, ValueQueries, CallIndex, ScalerPresence, ImportUses):
+                ScriptFacts, IterationFacts, LossScalingFacts, ValueQueries, CallIndex, ScalerPresence, ImportUses,
+                HandlerQueries):
     def __init__(self, module: cst.Module, positions: dict[cst.CSTNode, CodeRange], path: str, settings=None):
         self.settings = settings
         super().__init__(module, positions, path)
