@@ -20,8 +20,10 @@ from amplint.amp.casts import CastFacts
 from amplint.amp.checkpoints import CheckpointFacts
 from amplint.amp.compat import CompatFacts
 from amplint.amp.devices import DeviceFacts
+from amplint.amp.dtypes import DtypeFacts
 from amplint.amp.events import EventFacts
 from amplint.amp.iterations import IterationFacts
+from amplint.amp.loop_scaling import LoopScalingFacts
 from amplint.amp.loss_scaling import LossScalingFacts
 from amplint.amp.models import ModelFacts
 from amplint.amp.optimizers import OptimizerFacts
@@ -41,7 +43,7 @@ from amplint.semantic.values import ValueQueries
 class FileFacts(SemanticModel, AutocastFacts, ScalerFacts, OptimizerFacts, EventFacts, TrainingFacts, ModelFacts,
                 CompatFacts, StatementQueries, IdentityQueries, CastFacts, CheckpointFacts, DeviceFacts,
                 ScriptFacts, IterationFacts, LossScalingFacts, ValueQueries, CallIndex, ScalerPresence, ImportUses,
-                HandlerQueries):
+                HandlerQueries, DtypeFacts, LoopScalingFacts):
     def __init__(self, module: cst.Module, positions: dict[cst.CSTNode, CodeRange], path: str, settings=None):
         self.settings = settings
         super().__init__(module, positions, path)
