@@ -79,6 +79,12 @@ class DeprecatedImport:
     new: str  # where it lives now (``torch.amp.GradScaler``, ``torch.amp``)
     rebinding: cst.CSTNode | None  # another statement binding the same name, if any
 
+    @property
+    def spelling(self) -> str:
+        """The replacement as a user would write it, for messages."""
+        replacement = DEPRECATED_API.get(self.qualname)
+        return replacement.spelling if replacement is not None else self.new
+
 
 class CompatFacts:
     """Mixed into :class:`~amplint.amp.facts.FileFacts`."""

@@ -317,9 +317,7 @@ class DeprecatedAmpApi(Rule):
             yield self.violation(use.ref.node, message, fix=fix or NoFix(f"no fix: {use.reason or blocked}"))
 
     def _report_import(self, found: DeprecatedImport) -> Violation:
-        replacement = DEPRECATED_API.get(found.qualname)
-        spelling = replacement.spelling if replacement is not None else found.new
-        message = f"`{found.qualname}` is deprecated; use `{spelling}`"
+        message = f"`{found.qualname}` is deprecated; use `{found.spelling}`"
         if found.rebinding is not None:
             row = self.facts.position(found.rebinding).start.line
             reason = f"`{found.bound}` is also bound on line {row}: import it from `{found.new.rpartition('.')[0] or found.new}` by hand"
