@@ -322,5 +322,8 @@ class DeprecatedAmpApi(Rule):
             row = self.facts.position(found.rebinding).start.line
             reason = f"`{found.bound}` is also bound on line {row}: import it from `{found.new.rpartition('.')[0] or found.new}` by hand"
         else:
-            reason = f"`{found.bound}` is not used in this file (it may be re-exported to code that uses it the old way): change it by hand"
+            reason = (
+                f"`{found.bound}` has no use here that could be rewritten (unused, re-exported, or named only in a "
+                "string annotation): change the import by hand"
+            )
         return self.violation(found.alias, message, fix=NoFix(f"no fix: {reason}"))
