@@ -20,8 +20,9 @@ class LoopScalingFacts:
         return any(target.split(".")[0] in FRAMEWORK_MODULES for record in self.imports for _, _, target in record.aliases)
 
     def training_unit(self, ctx) -> cst.CSTNode:
-        """The training loop one pass of which holds ``ctx``; the function (or module) when none does."""
-        loop = self.iteration_loop(ctx)
+        """The outermost training loop around ``ctx`` (an accumulation loop's scaler step may sit
+        after the micro-batch loop); the function (or module) when no loop holds it."""
+        loop = self.outermost_training_loop(ctx)
         return loop.node if loop is not None else ctx.scope.node
 
     def loss_scaling_in(self, event: Event) -> bool:
