@@ -181,9 +181,11 @@ class Fp16AutocastWithoutScaler(Rule):
                 if unit in reported or not steps or facts.loss_scaling_in(event):
                     continue
                 reported.add(unit)
+                chosen = any(r.dtypes != {"float16"} for w in withs for r in facts.autocast_regions[w])
+                under = "an autocast that may run in float16" if chosen else "float16 autocast"
                 yield self.violation(
                     event.call,
-                    f"`{facts.code(event.call)}` backpropagates a loss computed under float16 autocast and no "
+                    f"`{facts.code(event.call)}` backpropagates a loss computed under {under} and no "
                     "GradScaler scales it in this training loop: small gradients underflow to zero in float16. "
                     "Scale the loss with `torch.amp.GradScaler` (or use bfloat16)",
                 )
