@@ -77,13 +77,23 @@ class DeprecatedImport:
     bound: str  # the name it binds
     qualname: str  # canonical deprecated name (``torch.cuda.amp.GradScaler``, ``torch.cuda.amp``)
     new: str  # where it lives now (``torch.amp.GradScaler``, ``torch.amp``)
-    rebinding: cst.CSTNode | None  # another statement binding the same name, if any
+    rebinding_line: int | None  # the line of another statement binding the same name, if any
 
     @property
     def spelling(self) -> str:
         """The replacement as a user would write it, for messages."""
         replacement = DEPRECATED_API.get(self.qualname)
         return replacement.spelling if replacement is not None else self.new
+
+    @property
+    def no_fix_reason(self) -> str:
+        if self.rebinding_line is not None:
+            home = self.new.rpartition(".")[0] or self.new
+            return f"`{self.bound}` is also bound on line {self.rebinding_line}: import it from `{home}` by hand"
+        return (
+            f"`{self.bound}` has no use here that could be rewritten (unused, re-exported, or named only in a "
+            "string annotation): change the import by hand"
+        )
 
 
 class CompatFacts:
@@ -145,8 +155,8 @@ class CompatFacts:
                 if self.is_compat_fallback(record.node, record.ctx, NEW_API.__contains__):
                     continue
                 others = [b for b in self.bindings_of(bound, record.scope) if not b.is_import]
-                rebinding = others[0].node if others else None
-                out.append(DeprecatedImport(record, alias, bound, API.canonical(target), new, rebinding))
+                line = self.position(others[0].node).start.line if others else None
+                out.append(DeprecatedImport(record, alias, bound, API.canonical(target), new, line))
         return out
 
     def is_compat_fallback(self, node: cst.CSTNode, ctx: Context, new_api) -> bool:

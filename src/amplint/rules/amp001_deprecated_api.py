@@ -318,12 +318,4 @@ class DeprecatedAmpApi(Rule):
 
     def _report_import(self, found: DeprecatedImport) -> Violation:
         message = f"`{found.qualname}` is deprecated; use `{found.spelling}`"
-        if found.rebinding is not None:
-            row = self.facts.position(found.rebinding).start.line
-            reason = f"`{found.bound}` is also bound on line {row}: import it from `{found.new.rpartition('.')[0] or found.new}` by hand"
-        else:
-            reason = (
-                f"`{found.bound}` has no use here that could be rewritten (unused, re-exported, or named only in a "
-                "string annotation): change the import by hand"
-            )
-        return self.violation(found.alias, message, fix=NoFix(f"no fix: {reason}"))
+        return self.violation(found.alias, message, fix=NoFix(f"no fix: {found.no_fix_reason}"))
