@@ -10,7 +10,7 @@ import libcst as cst
 from amplint.amp import catalogue as API
 from amplint.semantic import syntax as S
 from amplint.semantic.records import CallSite, Context, FunctionInfo, Scope
-from amplint.semantic.values import is_choice, value_calls
+from amplint.semantic.values import alternatives, value_calls
 
 
 @dataclass(eq=False)
@@ -29,22 +29,49 @@ class AutocastRegion:
     # (``device`` holds only the literal type string; AMP015 needs to see ``torch.device(...)``).
     device_node: cst.BaseExpression | None = None
     dtype_node: cst.BaseExpression | None = None
+    # False for a region only named like autocast whose name comes from a parameter, a
+    # same-file helper or assignments none of whose values can build one (``suppress``).
+    may_be_autocast: bool = True
+
+    # The dtypes a ``dtype=`` expression may name when it is not a literal (``ptdtype`` from a dict).
+    dtype_choices: frozenset[str] | None = None
+    # The other autocasts a choice may build (``{"fp16": autocast(...), "bf16": autocast(...)}[mp]``).
+    alternatives: tuple["AutocastRegion", ...] = ()
+    enabled_node: cst.BaseExpression | None = None
+    # Every alternative of the choice is an autocast or a null context (none is unknown).
+    choices_known: bool = True
 
     @property
     def maybe_enabled(self) -> bool:
         return self.enabled is not False
 
     @property
-    def effective_dtype(self) -> str | None:
+    def own_dtypes(self) -> frozenset[str] | None:
         if self.dtype is not None:
-            return self.dtype
+            return frozenset({self.dtype})
+        if self.dtype_node is not None and not S.is_none(self.dtype_node):
+            return self.dtype_choices  # a dtype the file may not show
         if self.call is None:
             return None
-        if self.device == "cuda":
-            return "float16"
-        if self.device == "cpu":
-            return "bfloat16"
-        return None
+        default = {"cuda": "float16", "cpu": "bfloat16"}.get(self.device or "")
+        return frozenset({default}) if default else None
+
+    @property
+    def dtypes(self) -> frozenset[str] | None:
+        """Every dtype the region may run in (all alternatives of a choice); ``None`` when one is unknown."""
+        out: set[str] = set()
+        for region in (self, *self.alternatives):
+            found = region.own_dtypes
+            if found is None:
+                return None
+            out |= found
+        return frozenset(out)
+
+    @property
+    def effective_dtype(self) -> str | None:
+        """The one dtype the region runs in; ``None`` when unknown or when it may be one of several."""
+        dtypes = self.dtypes
+        return next(iter(dtypes)) if dtypes is not None and len(dtypes) == 1 else None
 
 
 @dataclass(eq=False)
@@ -96,11 +123,11 @@ class AutocastFacts:
         """The autocast region a context-manager expression creates, if it is one."""
         qualname = self.qualname(call.func, scope)
         if qualname in API.AUTOCAST:
-            return self._region_for_autocast_call(call, call, qualname)
+            return self._region_for_autocast_call(call, call, qualname, scope=scope)
         if qualname in API.PARTIAL and call.args:
             inner = self.qualname(call.args[0].value, scope)
             if inner in API.AUTOCAST:
-                return self._region_for_autocast_call(call, call, inner, partial=True)
+                return self._region_for_autocast_call(call, call, inner, partial=True, scope=scope)
         if depth > 2:
             return None
         # A factory stored in a variable: ``amp_autocast = partial(torch.autocast, ...)``.
@@ -114,7 +141,7 @@ class AutocastFacts:
             # A plain alias of the class: ``ac = torch.autocast`` then ``with ac("cuda"):``.
             alias = self.autocast_alias(text, scope)
             if alias is not None:
-                return self._region_for_autocast_call(call, call, alias)
+                return self._region_for_autocast_call(call, call, alias, scope=scope)
         # A helper that returns or yields an autocast: ``with self.maybe_autocast():``.
         site = self.call_site(call)
         if site is not None:
@@ -124,7 +151,8 @@ class AutocastFacts:
                     return region
         return None
 
-    def _region_for_autocast_call(self, node_call: cst.Call, args_call: cst.Call, qualname: str, partial: bool = False) -> AutocastRegion:
+    def _region_for_autocast_call(self, node_call: cst.Call, args_call: cst.Call, qualname: str, partial: bool = False,
+                                  scope: Scope | None = None) -> AutocastRegion:
         offset = 1 if partial else 0
         deprecated = None
         device_node = None
@@ -143,16 +171,19 @@ class AutocastFacts:
                 device = device.split(":")[0]
             dtype_node = S.argument(args_call, 1 + offset, "dtype")
             enabled_node = S.argument(args_call, 2 + offset, "enabled")
+        dtype = self.dtype_name(dtype_node)
         return AutocastRegion(
             node=node_call,
             call=args_call,
             device=device,
-            dtype=self.dtype_name(dtype_node),
+            dtype=dtype,
             enabled=S.bool_value(enabled_node) if enabled_node is not None else True,
             resolved=True,
             deprecated=deprecated,
             device_node=device_node,
             dtype_node=dtype_node,
+            dtype_choices=self.dtype_choices(dtype_node, scope) if dtype is None and dtype_node is not None and scope is not None else None,
+            enabled_node=enabled_node,
         )
 
     def autocast_alias(self, text: str, scope: Scope) -> str | None:
@@ -190,18 +221,18 @@ class AutocastFacts:
             call, scope = site.node, site.ctx.scope
             qualname = site.qualname
             if qualname in API.AUTOCAST:
-                out.append(AutocastCall(site, self._region_for_autocast_call(call, call, qualname), qualname))
+                out.append(AutocastCall(site, self._region_for_autocast_call(call, call, qualname, scope=scope), qualname))
                 continue
             if qualname in API.PARTIAL and call.args and call.args[0].keyword is None and not call.args[0].star:
                 inner = self.qualname(call.args[0].value, scope)
                 if inner in API.AUTOCAST:
-                    region = self._region_for_autocast_call(call, call, inner, partial=True)
+                    region = self._region_for_autocast_call(call, call, inner, partial=True, scope=scope)
                     out.append(AutocastCall(site, region, inner, partial=True))
                 continue
             if qualname is None and site.func_text is not None:
                 alias = self.autocast_alias(site.func_text, scope)
                 if alias is not None:
-                    out.append(AutocastCall(site, self._region_for_autocast_call(call, call, alias), alias))
+                    out.append(AutocastCall(site, self._region_for_autocast_call(call, call, alias, scope=scope), alias))
         return out
 
     def dtype_name(self, node: cst.CSTNode | None) -> str | None:
@@ -225,45 +256,51 @@ class AutocastFacts:
         return None
 
     def _expression_autocast(self, value: cst.BaseExpression, scope: Scope, depth: int) -> AutocastRegion | None:
-        conditional = is_choice(value)
-        for call in value_calls(value):
-            region = self._autocast_from_call(call, scope, depth)
-            if region is not None:
-                region.conditional = region.conditional or conditional
-                return region
+        """The autocast an expression builds; for a choice (``a if c else b``, ``a or b``, a literal
+        dict looked up by key, a name assigned several times) the first autocast among its
+        alternatives, holding the others."""
+        leaves = alternatives(value, subscripts=True)
+        found = [r for leaf in leaves if isinstance(leaf, cst.Call) and (r := self._autocast_from_call(leaf, scope, depth))]
+        if found:
+            region = found[0]
+            region.conditional = region.conditional or len(leaves) > 1
+            region.alternatives = tuple(found[1:]) + tuple(a for r in found[1:] for a in r.alternatives)
+            region.choices_known = len(found) + sum(self._null_context(leaf, scope) for leaf in leaves) == len(leaves) and all(
+                r.choices_known for r in found
+            )
+            return region
         text = S.dotted(value)
-        if text is not None and depth <= 2:
-            for assignment in self.assignments_to(text, scope):
-                if assignment.value is not None and assignment.value is not value:
-                    region = self._expression_autocast(assignment.value, assignment.ctx.scope, depth + 1)
-                    if region is not None:
-                        region.conditional = True if len(self.assignments_to(text, scope)) > 1 else region.conditional
-                        return region
-        return None
+        if text is None or depth > 2:
+            return None
+        assignments = [a for a in self.assignments_to(text, scope) if a.value is not None and a.value is not value]
+        regions = [self._expression_autocast(a.value, a.ctx.scope, depth + 1) for a in assignments]
+        found = [r for r in regions if r is not None]
+        if not found:
+            return None
+        region = found[0]
+        region.conditional = region.conditional or len(assignments) > 1
+        region.alternatives = region.alternatives + tuple(a for r in found[1:] for a in (r, *r.alternatives))
+        region.choices_known = all(r.choices_known for r in found) and all(
+            r is not None or self._null_context(a.value, a.ctx.scope) for r, a in zip(regions, assignments)
+        )
+        return region
+
+    def _null_context(self, value: cst.BaseExpression | None, scope: Scope) -> bool:
+        """``nullcontext()`` / ``suppress()`` / ``None``: a choice that leaves autocast off."""
+        if S.is_none(value):
+            return True
+        return isinstance(value, cst.Call) and self.qualname(value.func, scope) in API.NULL_CONTEXTS
 
     def _with_item_regions(self, node: cst.With, scope: Scope, depth: int = 0) -> list[AutocastRegion]:
         regions = []
         for item in node.items:
             region = self._expression_autocast(item.item, scope, depth)
             if region is None:
-                region = self._named_autocast(item.item)
+                region = self._named_autocast(item.item, scope)
             if region is not None:
                 region.node = node
                 regions.append(region)
         return regions
-
-    def _named_autocast(self, expr: cst.BaseExpression) -> AutocastRegion | None:
-        """``with amp_autocast():`` / ``with self.autocast_ctx:`` where nothing resolves: named like autocast."""
-        target = expr.func if isinstance(expr, cst.Call) else expr
-        text = S.dotted(target)
-        if text is None or "autocast" not in text.rsplit(".", 1)[-1].lower():
-            return None
-        enabled = None
-        if isinstance(expr, cst.Call):
-            enabled_node = S.keyword_arg_value(expr, "enabled")
-            if enabled_node is not None:
-                enabled = S.bool_value(enabled_node)
-        return AutocastRegion(node=expr, call=None, device=None, dtype=None, enabled=enabled, resolved=False)
 
     @cached_property
     def autocast_regions(self) -> dict[cst.CSTNode, list[AutocastRegion]]:
@@ -279,7 +316,7 @@ class AutocastFacts:
                 if isinstance(expr, cst.Call):
                     qualname = self.qualname(expr.func, function.ctx.scope)
                     if qualname in API.AUTOCAST:
-                        region = self._region_for_autocast_call(expr, expr, qualname)
+                        region = self._region_for_autocast_call(expr, expr, qualname, scope=function.ctx.scope)
                         region.node = function.node
                         out.setdefault(function.node, []).append(region)
         return out

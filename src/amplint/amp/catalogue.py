@@ -41,6 +41,8 @@ CLIP_FUNCTIONS = frozenset(
     }
 )
 PARTIAL = frozenset({"functools.partial"})
+# Context managers that do nothing: what code passes where autocast is off (``amp_autocast = suppress``).
+NULL_CONTEXTS = frozenset({"contextlib.suppress", "contextlib.nullcontext"})
 # Context managers / decorators under which no autograd graph is recorded.
 GRAD_DISABLING = frozenset(
     {

@@ -9,7 +9,7 @@ from functools import cached_property
 import libcst as cst
 
 from amplint.amp import catalogue as API
-from amplint.semantic.records import Context, Reference
+from amplint.semantic.records import Context, ImportRecord, Reference
 
 
 @dataclass(frozen=True)
@@ -68,6 +68,34 @@ def torch_amp_location(dotted_name: str) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class DeprecatedImport:
+    """An import of a deprecated module or name that no reported use points back to."""
+
+    record: ImportRecord
+    alias: cst.ImportAlias
+    bound: str  # the name it binds
+    qualname: str  # canonical deprecated name (``torch.cuda.amp.GradScaler``, ``torch.cuda.amp``)
+    new: str  # where it lives now (``torch.amp.GradScaler``, ``torch.amp``)
+    rebinding_line: int | None  # the line of another statement binding the same name, if any
+
+    @property
+    def spelling(self) -> str:
+        """The replacement as a user would write it, for messages."""
+        replacement = DEPRECATED_API.get(self.qualname)
+        return replacement.spelling if replacement is not None else self.new
+
+    @property
+    def no_fix_reason(self) -> str:
+        if self.rebinding_line is not None:
+            home = self.new.rpartition(".")[0] or self.new
+            return f"`{self.bound}` is also bound on line {self.rebinding_line}: import it from `{home}` by hand"
+        return (
+            f"`{self.bound}` has no use here that could be rewritten (unused, re-exported, or named only in a "
+            "string annotation): change the import by hand"
+        )
+
+
 class CompatFacts:
     """Mixed into :class:`~amplint.amp.facts.FileFacts`."""
 
@@ -92,12 +120,44 @@ class CompatFacts:
         return None
 
     def _mentions(self, node: cst.CSTNode | None, predicate) -> bool:
+        """``node`` reads a name satisfying ``predicate``, or imports one (``from torch.amp import
+        GradScaler``, ``from torch import amp``)."""
         if node is None:
             return False
-        return any(
+        if any(
             (q := self.qualname(ref.node, ref.ctx.scope)) is not None and predicate(q)
             for ref in self.references_within(node)
+        ):
+            return True
+        return any(
+            predicate(API.canonical(target)) or API.canonical(target) == "torch.amp"
+            for record in self.imports
+            if self.within(record.node, node)
+            for _, _, target in record.aliases
         )
+
+    def in_annotation(self, node: cst.CSTNode) -> bool:
+        """``node`` is part of a parameter, return or variable annotation."""
+        return any(self.within(node, annotation) for annotation in self.records.annotations)
+
+    @cached_property
+    def unreported_deprecated_imports(self) -> list[DeprecatedImport]:
+        """Imports of a deprecated module or name through which no reference resolves, so that
+        no use of theirs is reported: the name is unused (re-exported, say), or also bound
+        otherwise (``class GradScaler: ...`` in an ``except`` arm, ``GradScaler = None`` in the
+        ``else`` of a version gate). Imports that are compatibility fallbacks are left out."""
+        out = []
+        for record in self.imports:
+            for alias, bound, target in record.aliases:
+                new = torch_amp_location(target)
+                if new is None or any(r.parts[0] == bound for r in self.references_through(record)):
+                    continue
+                if self.is_compat_fallback(record.node, record.ctx, NEW_API.__contains__):
+                    continue
+                others = [b for b in self.bindings_of(bound, record.scope) if not b.is_import]
+                line = self.position(others[0].node).start.line if others else None
+                out.append(DeprecatedImport(record, alias, bound, API.canonical(target), new, line))
+        return out
 
     def is_compat_fallback(self, node: cst.CSTNode, ctx: Context, new_api) -> bool:
         """``node`` runs only when a newer API is unavailable.

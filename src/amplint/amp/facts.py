@@ -20,16 +20,20 @@ from amplint.amp.casts import CastFacts
 from amplint.amp.checkpoints import CheckpointFacts
 from amplint.amp.compat import CompatFacts
 from amplint.amp.devices import DeviceFacts
+from amplint.amp.dtypes import DtypeFacts
 from amplint.amp.events import EventFacts
 from amplint.amp.iterations import IterationFacts
+from amplint.amp.loop_scaling import LoopScalingFacts
 from amplint.amp.loss_scaling import LossScalingFacts
 from amplint.amp.models import ModelFacts
+from amplint.amp.named_autocast import NamedAutocastFacts
 from amplint.amp.optimizers import OptimizerFacts
 from amplint.amp.scaler_presence import ScalerPresence
 from amplint.amp.scalers import ScalerFacts
 from amplint.amp.torchscript import ScriptFacts
 from amplint.amp.training import TrainingFacts
 from amplint.semantic.call_index import CallIndex
+from amplint.semantic.handlers import HandlerQueries
 from amplint.semantic.import_uses import ImportUses
 from amplint.semantic.model import SemanticModel
 from amplint.semantic.statements import StatementQueries
@@ -38,7 +42,8 @@ from amplint.semantic.values import ValueQueries
 
 class FileFacts(SemanticModel, AutocastFacts, ScalerFacts, OptimizerFacts, EventFacts, TrainingFacts, ModelFacts,
                 CompatFacts, StatementQueries, CastFacts, CheckpointFacts, DeviceFacts,
-                ScriptFacts, IterationFacts, LossScalingFacts, ValueQueries, CallIndex, ScalerPresence, ImportUses):
+                ScriptFacts, IterationFacts, LossScalingFacts, ValueQueries, CallIndex, ScalerPresence, ImportUses,
+                HandlerQueries, DtypeFacts, LoopScalingFacts, NamedAutocastFacts):
     def __init__(self, module: cst.Module, positions: dict[cst.CSTNode, CodeRange], path: str, settings=None):
         self.settings = settings
         super().__init__(module, positions, path)

@@ -6,7 +6,7 @@ from typing import Iterator
 
 import libcst as cst
 
-from amplint.amp.compat import DEPRECATED_API, OLD_AUTOCAST_PARAMETERS, torch_amp_location
+from amplint.amp.compat import DEPRECATED_API, OLD_AUTOCAST_PARAMETERS, DeprecatedImport, torch_amp_location
 from amplint.fix import Fix, NoFix
 from amplint.fix import edits as E
 from amplint.fix.imports import ImportRewrite, rewrite_group, rewrite_import
@@ -68,12 +68,20 @@ class DeprecatedAmpApi(Rule):
         pass
     ```
 
+    Annotations count as uses (`scaler: Optional[torch.cuda.amp.GradScaler]`, `-> amp.GradScaler`).
+    An import whose names no reported use points back to is reported itself: a name that is not used
+    in the file (a re-export), or that is also bound by a stand-in (`class GradScaler: ...` in the
+    `except` arm, `GradScaler = None` in the `else` of a version gate). Code that keeps the old name
+    only where the new one is missing is left alone: the `except` arm of a `try` that uses or imports
+    the `torch.amp` name, or the branch of an `if` whose other branch does.
+
     ## Fix safety
     The fix is safe: it inserts the device type the old class hard-coded and turns positional
     `autocast` arguments into keywords, so behaviour is unchanged. An import is rewritten only when
     every use of the imported name is rewritten; calls with `*args`/`**kwargs` to `autocast` and
-    uses other than a call or decorator (`isinstance(x, autocast)`, `ctx = autocast`) are reported
-    without a fix. With `target-torch` below 2.3 `GradScaler` is not rewritten, below 2.4
+    uses other than a call, a decorator or an annotation (`isinstance(x, autocast)`, `ctx = autocast`)
+    are reported without a fix, and so are reported imports. An annotation is rewritten to the `torch.amp`
+    class, which the old class subclasses, so every value it allowed is still allowed. With `target-torch` below 2.3 `GradScaler` is not rewritten, below 2.4
     `custom_fwd`/`custom_bwd` and the legacy functions are not rewritten. The new `autocast`'s
     `dtype=None` and `cache_enabled=None` defaults inherit the surrounding autocast state where the
     old classes hard-coded fp16/bf16 and `True`; outside any other autocast region this is the same.
@@ -117,6 +125,13 @@ class DeprecatedAmpApi(Rule):
             # torch.cuda.amp.autocast() is deprecated
             text = 'torch.cuda.amp.autocast()'
         """),
+        dedent("""\
+            try:
+                from torch.amp import GradScaler
+            except ImportError:  # torch < 2.3
+                from torch.cuda.amp import GradScaler as CudaGradScaler
+                GradScaler = CudaGradScaler
+        """),
     )
     invalid = (
         Invalid(
@@ -159,6 +174,30 @@ class DeprecatedAmpApi(Rule):
                 ctx = autocast if amp else nullcontext
             """),
         ),
+        Invalid(
+            dedent("""\
+                from typing import Optional
+                import torch
+                def train(model, scaler: Optional[torch.cuda.amp.GradScaler] = None):
+                    pass
+            """),
+            fixed=dedent("""\
+                from typing import Optional
+                import torch
+                def train(model, scaler: Optional[torch.amp.GradScaler] = None):
+                    pass
+            """),
+        ),
+        Invalid(
+            dedent("""\
+                try:
+                    from torch.cuda.amp import GradScaler
+                except ImportError:  # torch < 1.6
+                    class GradScaler:
+                        def __init__(self, enabled=False):
+                            pass
+            """),
+        ),
     )
 
     def check(self) -> Iterator[Violation]:
@@ -177,6 +216,8 @@ class DeprecatedAmpApi(Rule):
             group.uses.append(use)
         for group in groups.values():
             yield from self._report(group)
+        for unreported in facts.unreported_deprecated_imports:
+            yield self._report_import(unreported)
 
     # -- planning one use
     def _plan_use(self, use: _Use) -> None:
@@ -196,7 +237,11 @@ class DeprecatedAmpApi(Rule):
             return
         device, member = replacement.device, replacement.member
         new_ref = self._rewritten_reference(ref)
-        if ref.role == "call":
+        if member in ("GradScaler", "autocast") and self.facts.in_annotation(ref.node):
+            # The torch.amp classes are the bases of the old ones (since 2.3), so every value the
+            # annotation allowed is still allowed.
+            use.target, use.replacement = ref.node, new_ref
+        elif ref.role == "call":
             call = ref.parent
             assert isinstance(call, cst.Call)
             use.target = call
@@ -270,3 +315,7 @@ class DeprecatedAmpApi(Rule):
         for use in group.uses:
             message = f"`{use.qualname}` is deprecated; use `{DEPRECATED_API[use.qualname].spelling}`"
             yield self.violation(use.ref.node, message, fix=fix or NoFix(f"no fix: {use.reason or blocked}"))
+
+    def _report_import(self, found: DeprecatedImport) -> Violation:
+        message = f"`{found.qualname}` is deprecated; use `{found.spelling}`"
+        return self.violation(found.alias, message, fix=NoFix(f"no fix: {found.no_fix_reason}"))

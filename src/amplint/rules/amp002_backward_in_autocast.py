@@ -40,7 +40,11 @@ class BackwardInAutocast(Rule):
     `scaler.step(optimizer)`) written inside an enabled autocast region: a `with torch.autocast(...)`
     block in any spelling (a `ctx` variable, `partial(torch.autocast, ...)`, a helper that returns
     or yields one, `accelerator.autocast()`), or a function decorated with autocast. A region whose
-    `enabled` is the literal `False` is not an autocast region.
+    `enabled` is the literal `False` is not an autocast region. A block only named like autocast
+    (`with amp_autocast():` on a parameter) counts where the file passes that parameter something
+    that builds an autocast (`partial(torch.autocast, ...)`, the class itself); one that only ever
+    gets `suppress` or `nullcontext`, or that nothing in the file passes, does not, and neither does
+    a same-file helper or variable that only ever holds a null context.
 
     ## Why is this bad?
     The AMP documentation keeps only the forward pass and the loss inside autocast: "Backward
@@ -105,6 +109,16 @@ class BackwardInAutocast(Rule):
     triggers = ("autocast",)
 
     valid = (
+        dedent("""\
+        from contextlib import suppress
+        def train_one_epoch(model, loader, optimizer, amp_autocast=suppress):
+            for x, y in loader:
+                with amp_autocast():
+                    loss = model(x, y)
+                    loss.backward()
+                    optimizer.step()
+        train_one_epoch(model, loader, optimizer, amp_autocast=suppress)
+        """),
         dedent("""\
         import torch
         with torch.autocast('cuda'):
@@ -175,7 +189,7 @@ class BackwardInAutocast(Rule):
         facts = self.facts
         offending: list[tuple[Event, cst.CSTNode]] = []
         for event in facts.events:
-            regions = facts.enclosing_autocast(event.ctx) if event.kind in _OFFENDING else None
+            regions = self._regions(event) if event.kind in _OFFENDING else None
             if regions:
                 offending.append((event, regions[-1].node))
         plans: dict[cst.With, Fix | NoFix] = {}
@@ -187,6 +201,11 @@ class BackwardInAutocast(Rule):
                     plans[region] = self._plan(region, [e for e, r in offending if r is region])
                 fix = plans[region]
             yield self.violation(event.call, self._message(event, facts.position(region).start.line), fix=fix)
+
+    def _regions(self, event: Event) -> list:
+        """The enabled autocast regions around the event that can be autocast (a ``with amp_autocast():``
+        whose parameter only ever holds ``suppress`` is not one)."""
+        return [r for r in self.facts.enclosing_autocast(event.ctx) if r.may_be_autocast]
 
     def _message(self, event: Event, line: int) -> str:
         what = _WHAT.get(event.kind) or f"`{event.site.func_text or 'scaler.step'}()`"
@@ -206,7 +225,7 @@ class BackwardInAutocast(Rule):
         if not isinstance(body, cst.IndentedBlock):
             return NoFix("a one-line `with` body")
         for event in events:
-            regions = facts.enclosing_autocast(event.ctx)
+            regions = self._regions(event)
             if len(regions) != 1 or regions[0].node is not with_node:
                 return NoFix("the statement is inside more than one autocast region")
         statements = list(body.body)

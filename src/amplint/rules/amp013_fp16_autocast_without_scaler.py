@@ -14,13 +14,18 @@ from amplint.semantic import Scope
 class Fp16AutocastWithoutScaler(Rule):
     """
     ## What it does
-    Finds training functions that compute the loss under float16 autocast
+    Finds training loops that compute the loss under float16 autocast
     (`torch.autocast("cuda")`, whose default dtype is float16, or an explicit
-    `dtype=torch.float16`), then call `loss.backward()` and `optimizer.step()` themselves, in a file
-    with no `GradScaler` at all. Files where something else scales the loss are not reported:
-    accelerate (`accelerator.backward`), Lightning (`self.manual_backward`), apex
-    (`amp.scale_loss`), DeepSpeed (`model_engine.backward`), or a scaler passed in from elsewhere (a
-    `scaler`/`loss_scaler` parameter or attribute).
+    `dtype=torch.float16`), then call `loss.backward()` and `optimizer.step()` themselves, with no
+    `GradScaler` at work in that loop: a scaler used by another loop of the file does not help this
+    one. An autocast chosen by a condition or from a dict
+    (`with {"fp16": torch.autocast(..., dtype=torch.float16), "fp32": nullcontext()}[args.mp]:`)
+    counts when one of its choices is float16; a `dtype=` variable counts only when every value the
+    file gives it is known (a dict of dtypes, narrowed by the `choices=` of its command-line option).
+    Loops where something else scales the loss are not reported: a scaler passed in (a
+    `scaler`/`loss_scaler` parameter, or a name like that used in the loop), accelerate
+    (`accelerator.backward`), Lightning (`self.manual_backward`), apex (`amp.scale_loss`), DeepSpeed
+    (`model_engine.backward`), nor files that import one of those frameworks.
 
     ## Why is this bad?
     float16 cannot represent magnitudes below about 6e-8: without loss scaling, small gradients of
@@ -70,8 +75,19 @@ class Fp16AutocastWithoutScaler(Rule):
     summary = "Backward and optimizer step under float16 autocast with no GradScaler"
     fix_safety = FixSafety.NONE
     triggers = ("autocast",)
+    # The command-line choices that narrow a dtype table's key live in ``main()``.
+    focus_tokens = ("add_argument",)
 
     valid = (
+        dedent("""\
+        import torch
+        from contextlib import nullcontext
+        for x in loader:
+            with {'bf16': torch.autocast('cuda', dtype=torch.bfloat16), 'fp32': nullcontext()}[args.mp]:
+                loss = model(x)
+            loss.backward()
+            opt.step()
+        """),
         dedent("""\
         import torch
         scaler = torch.amp.GradScaler('cuda')
@@ -112,6 +128,23 @@ class Fp16AutocastWithoutScaler(Rule):
     invalid = (
         dedent("""\
         import torch
+        def pretrain(model, opt, loader):
+            scaler = torch.amp.GradScaler('cuda')
+            for x in loader:
+                with torch.autocast('cuda'):
+                    loss = model(x)
+                scaler.scale(loss).backward()
+                scaler.step(opt)
+                scaler.update()
+        def finetune(model, opt, loader):
+            for x in loader:
+                with torch.autocast('cuda'):
+                    loss = model(x)
+                loss.backward()
+                opt.step()
+        """),
+        dedent("""\
+        import torch
         for x in loader:
             with torch.autocast('cuda'):
                 loss = model(x)
@@ -132,28 +165,35 @@ class Fp16AutocastWithoutScaler(Rule):
 
     def check(self) -> Iterator[Violation]:
         facts = self.facts
-        if facts.scalers or facts.loss_scaled_elsewhere:
-            return
         by_scope: dict[Scope, list[cst.With]] = {}
         for node, regions in facts.autocast_regions.items():
-            if not isinstance(node, cst.With):
-                continue
-            ctx = facts.with_contexts.get(node)
-            if ctx is None or facts.in_no_grad(ctx):
-                continue
-            if any(r.resolved and r.enabled is not False and r.effective_dtype == "float16" for r in regions):
-                if not any(r.effective_dtype == "bfloat16" or not r.resolved for r in regions):
-                    by_scope.setdefault(ctx.scope, []).append(node)
+            ctx = facts.with_contexts.get(node) if isinstance(node, cst.With) else None
+            if ctx is not None and not facts.in_no_grad(ctx) and self._may_run_float16(regions):
+                by_scope.setdefault(ctx.scope, []).append(node)
         for scope, withs in by_scope.items():
             events = facts.events_by_scope.get(scope, [])
-            if not any(e.kind == EventKind.OPTIMIZER_STEP for e in events):
-                continue
+            reported: set[cst.CSTNode] = set()
             for event in events:
-                if event.kind == EventKind.BACKWARD and facts.loss_computed_under(event, withs):
-                    yield self.violation(
-                        event.call,
-                        f"`{facts.code(event.call)}` backpropagates a loss computed under float16 autocast and no "
-                        "GradScaler exists in this file: small gradients underflow to zero in float16. Scale the loss "
-                        "with `torch.amp.GradScaler` (or use bfloat16)",
-                    )
-                    break
+                if event.kind != EventKind.BACKWARD or not facts.loss_computed_under(event, withs):
+                    continue
+                unit = facts.training_unit(event.ctx)
+                steps = any(e.kind == EventKind.OPTIMIZER_STEP and facts.within(e.call, unit) for e in events)
+                if unit in reported or not steps or facts.loss_scaling_in(event):
+                    continue
+                reported.add(unit)
+                chosen = any(r.dtypes != {"float16"} for w in withs for r in facts.autocast_regions[w])
+                under = "an autocast that may run in float16" if chosen else "float16 autocast"
+                yield self.violation(
+                    event.call,
+                    f"`{facts.code(event.call)}` backpropagates a loss computed under {under} and no "
+                    "GradScaler scales it in this training loop: small gradients underflow to zero in float16. "
+                    "Scale the loss with `torch.amp.GradScaler` (or use bfloat16)",
+                )
+
+    @staticmethod
+    def _may_run_float16(regions) -> bool:
+        """A ``with`` whose autocast may run in float16 (one alternative of a choice is enough), with
+        every item resolved and none that is only bfloat16."""
+        if any(not r.resolved or r.dtypes is None or r.dtypes == {"bfloat16"} for r in regions):
+            return False
+        return any(r.enabled is not False and "float16" in r.dtypes for r in regions)

@@ -5,7 +5,10 @@ from typing import Iterator
 
 import libcst as cst
 
+from amplint.amp import STEP_KINDS, EventKind
 from amplint.fix import edits as E
+from amplint.semantic import CallSite
+from amplint.semantic.handlers import leaves_block
 from amplint.semantic import syntax as S
 from amplint.fix import Fix, NoFix
 from amplint.model import FixSafety
@@ -59,7 +62,10 @@ class ClipErrorIfNonfiniteWithScaler(Rule):
     ## Fix safety
     The fix is safe: it drops `error_if_nonfinite=True`, which restores the default (`False`), under
     which the scaler skips non-finite steps as designed. A positional `True` is dropped only when it is
-    the last argument. Scalers built with a literal `enabled=False` are not reported.
+    the last argument. Scalers built with a literal `enabled=False` are not reported, nor is a clip
+    inside a `try` whose handler catches the `RuntimeError`, skips the step and still calls
+    `scaler.update()` (in the handler, in `finally`, or after the `try`): that code already turns the
+    overflow into a skipped step, and dropping the keyword would change what it does.
 
     ## References
     - [Gradient clipping with GradScaler](https://pytorch.org/docs/stable/notes/amp_examples.html#gradient-clipping)
@@ -99,6 +105,18 @@ class ClipErrorIfNonfiniteWithScaler(Rule):
                 scaler.unscale_(opt)
                 torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, error_if_nonfinite=True)
                 scaler.step(opt)
+                scaler.update()
+        """),
+        dedent("""\
+            import torch
+            def step(model, opt, scaler, loss):
+                scaler.scale(loss).backward()
+                scaler.unscale_(opt)
+                try:
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, error_if_nonfinite=True)
+                    scaler.step(opt)
+                except RuntimeError:
+                    opt.zero_grad()
                 scaler.update()
         """),
     )
@@ -151,7 +169,7 @@ class ClipErrorIfNonfiniteWithScaler(Rule):
             if arg is None:
                 continue
             scaler = self.facts.scaler_in_use_around(site)
-            if scaler is None:
+            if scaler is None or self._overflow_handled(site):
                 continue
             message = (
                 f"`error_if_nonfinite=True` raises on every overflow step `{scaler}` would skip: with a GradScaler "
@@ -162,6 +180,24 @@ class ClipErrorIfNonfiniteWithScaler(Rule):
                 continue
             new = E.remove_arg(site.node, arg)
             yield self.violation(site.node, message, fix=Fix.safe("Drop `error_if_nonfinite=True`", {site.node: new}))
+
+    def _overflow_handled(self, site: CallSite) -> bool:
+        """The clip's RuntimeError is caught by a handler that skips the step while ``update()``
+        still runs on its path (in it, in ``finally``, or after the ``try`` when it falls through)."""
+        facts = self.facts
+        events = facts.events_by_scope.get(site.ctx.scope, [])
+        for try_node, handler in facts.handlers_catching_runtime_error(site.ctx):
+            in_handler = [e for e in events if facts.within(e.call, handler)]
+            if any(e.kind in STEP_KINDS for e in in_handler):
+                continue
+            updates = [e for e in events if e.kind is EventKind.UPDATE]
+            if any(e in in_handler or try_node.finalbody and facts.within(e.call, try_node.finalbody) for e in updates):
+                return True
+            if not leaves_block(handler) and any(
+                e.order > site.ctx.order and not facts.within(e.call, try_node) for e in updates
+            ):
+                return True
+        return False
 
     def _error_if_nonfinite_true(self, call: cst.Call) -> cst.Arg | None:
         arg = S.keyword_arg(call, "error_if_nonfinite")

@@ -44,6 +44,7 @@ class Collector(Walker):
         self.returns: list[tuple[cst.BaseExpression, Context]] = []
         self.if_statements: list[tuple[cst.If, Context]] = []
         self.conditional_expressions: list[cst.IfExp] = []
+        self.annotations: list[cst.BaseExpression] = []  # parameter, return and variable annotations
         self.yields: list[Context] = []
         self._decorator_depth = 0
         self._reference_parent: list[tuple[cst.CSTNode, str]] = []
@@ -111,14 +112,20 @@ class Collector(Walker):
             self._reference_parent.pop()
             self._decorator_depth -= 1
         class_scope = self.scope if self.scope.kind == "class" else None
-        scope = self._push_scope("function", node, node.name.value)
-        params = []
-        for param in (
+        all_params = (
             list(node.params.posonly_params)
             + list(node.params.params)
             + list(node.params.kwonly_params)
             + [p for p in (node.params.star_arg, node.params.star_kwarg) if isinstance(p, cst.Param)]
-        ):
+        )
+        # Annotations are evaluated where the function is defined, like its decorators.
+        for annotation in [p.annotation for p in all_params] + [node.returns]:
+            if annotation is not None:
+                self.annotations.append(annotation.annotation)
+                self.walk(annotation.annotation)
+        scope = self._push_scope("function", node, node.name.value)
+        params = []
+        for param in all_params:
             params.append(param.name.value)
             scope.bind(param.name.value, BindingKind.PARAMETER, param)
             if param.default is not None:
@@ -213,7 +220,8 @@ class Collector(Walker):
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> bool:
         self._record_assignment(node, [node.target], node.value)
-        self.walk(node.annotation)
+        self.annotations.append(node.annotation.annotation)
+        self.walk(node.annotation.annotation)
         self._walk_assignment(node.value, [node.target])
         return False
 

@@ -11,7 +11,8 @@ from functools import cached_property
 
 import libcst as cst
 
-from amplint.semantic.records import Assignment, BindingKind, CallSite, Scope
+from amplint.semantic import syntax as S
+from amplint.semantic.records import Assignment, BindingKind, CallSite, FunctionInfo, Scope
 
 
 def alternatives(value: cst.BaseExpression | None, *, conditionals: bool = True, booleans: bool = True,
@@ -88,6 +89,31 @@ class ValueQueries:
         for assignment in self.sole_assignments(key, scope):
             leaves: list[cst.BaseExpression | None] = list(alternatives(assignment.value, **walk)) or [None]
             out.extend((assignment, leaf) for leaf in leaves)
+        return out
+
+    def parameter_values(self, function: FunctionInfo, name: str) -> list[tuple[cst.BaseExpression, Scope]] | None:
+        """What the parameter ``name`` of ``function`` may hold, as far as this file shows: its
+        default and the argument each same-file call passes for it, each with the scope the
+        expression is read in. ``None`` when a call hides which argument is which (``*args``,
+        ``**kwargs``). Calls through ``self.``/``obj.`` skip a method's ``self`` parameter."""
+        params = function.node.params
+        param = next((p for p in (*params.posonly_params, *params.params, *params.kwonly_params) if p.name.value == name), None)
+        if param is None:
+            return None
+        out: list[tuple[cst.BaseExpression, Scope]] = []
+        if param.default is not None:
+            out.append((param.default, function.ctx.scope))
+        positional = [p.name.value for p in (*params.posonly_params, *params.params)]
+        for site in self.callers_of(function):
+            call = site.node
+            if S.has_star_args(call):
+                return None
+            index = positional.index(name) if name in positional else None
+            if index is not None and function.class_name is not None and isinstance(call.func, cst.Attribute):
+                index = index - 1 if index > 0 else None
+            value = S.argument(call, index, name)
+            if value is not None:
+                out.append((value, site.ctx.scope))
         return out
 
     @cached_property
