@@ -25,6 +25,7 @@ from amplint.amp.iterations import IterationFacts
 from amplint.amp.loss_scaling import LossScalingFacts
 from amplint.amp.models import ModelFacts
 from amplint.amp.optimizers import OptimizerFacts
+from amplint.amp.overflow import OverflowFacts
 from amplint.amp.scaler_presence import ScalerPresence
 from amplint.amp.scalers import ScalerFacts
 from amplint.amp.torchscript import ScriptFacts
@@ -38,7 +39,7 @@ from amplint.semantic.values import ValueQueries
 
 class FileFacts(SemanticModel, AutocastFacts, ScalerFacts, OptimizerFacts, EventFacts, TrainingFacts, ModelFacts,
                 CompatFacts, StatementQueries, CastFacts, CheckpointFacts, DeviceFacts,
-                ScriptFacts, IterationFacts, LossScalingFacts, ValueQueries, CallIndex, ScalerPresence, ImportUses):
+                ScriptFacts, IterationFacts, LossScalingFacts, ValueQueries, CallIndex, ScalerPresence, ImportUses, OverflowFacts):
     def __init__(self, module: cst.Module, positions: dict[cst.CSTNode, CodeRange], path: str, settings=None):
         self.settings = settings
         super().__init__(module, positions, path)
