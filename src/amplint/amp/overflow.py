@@ -27,6 +27,7 @@ class OverflowSkip:
     ctx: Context
     backward: Event  # the scaled backward before it
     step: Event  # the scaler's step it skips
+    unscaled: bool  # ``unscale_`` ran before it in the iteration: the next one raises
 
 
 def _skips_rest_of_iteration(body: cst.BaseSuite) -> bool:
@@ -61,6 +62,9 @@ class OverflowFacts:
                 e.kind in (EventKind.UPDATE, EventKind.SCALER_STEP) and e.scaler == backward.scaler and self.contains(node.body, e.call)
                 for e in events
             )
+            unscaled = any(
+                e.kind is EventKind.UNSCALE and e.scaler == backward.scaler and backward.order < e.order < ctx.order for e in events
+            )
             if step is not None and not handled:
-                out.append(OverflowSkip(node, ctx, backward, step))
+                out.append(OverflowSkip(node, ctx, backward, step, unscaled))
         return out

@@ -236,10 +236,14 @@ class ScalerUpdateMissingOrMisordered(Rule):
 
     def _overflow_skip(self, skip) -> Violation:
         scaler = skip.backward.scaler
+        if skip.unscaled:
+            harm = (f"after an overflow the next `{scaler}.unscale_(...)` raises `RuntimeError: unscale_() has already "
+                    "been called on this optimizer since the last update().`")
+        else:
+            harm = "on an overflow the scale never backs off, so every later step overflows at the same scale and is skipped too"
         message = (
-            f"This check skips `{scaler}.step(...)` and `{scaler}.update()` when the gradients are not finite: "
-            f"on an overflow the scale never backs off, so every later step overflows at the same scale and is "
-            f"skipped too; `{scaler}.step` already skips steps with inf/NaN gradients, and `{scaler}.update()` must run"
+            f"This check skips `{scaler}.step(...)` and `{scaler}.update()` when the gradients are not finite: {harm}; "
+            f"`{scaler}.step` already skips steps with inf/NaN gradients, and `{scaler}.update()` must run"
         )
         return self.violation(skip.test.test, message, fix=NoFix(
             f"call `{scaler}.step(...)` and `{scaler}.update()` before skipping, or drop the check"
