@@ -28,6 +28,7 @@ from amplint.amp.loss_scaling import LossScalingFacts
 from amplint.amp.models import ModelFacts
 from amplint.amp.named_autocast import NamedAutocastFacts
 from amplint.amp.optimizers import OptimizerFacts
+from amplint.amp.overflow import OverflowFacts
 from amplint.amp.scaler_presence import ScalerPresence
 from amplint.amp.scalers import ScalerFacts
 from amplint.amp.torchscript import ScriptFacts
@@ -43,7 +44,7 @@ from amplint.semantic.values import ValueQueries
 class FileFacts(SemanticModel, AutocastFacts, ScalerFacts, OptimizerFacts, EventFacts, TrainingFacts, ModelFacts,
                 CompatFacts, StatementQueries, CastFacts, CheckpointFacts, DeviceFacts,
                 ScriptFacts, IterationFacts, LossScalingFacts, ValueQueries, CallIndex, ScalerPresence, ImportUses,
-                HandlerQueries, DtypeFacts, LoopScalingFacts, NamedAutocastFacts):
+                HandlerQueries, DtypeFacts, LoopScalingFacts, NamedAutocastFacts, OverflowFacts):
     def __init__(self, module: cst.Module, positions: dict[cst.CSTNode, CodeRange], path: str, settings=None):
         self.settings = settings
         super().__init__(module, positions, path)

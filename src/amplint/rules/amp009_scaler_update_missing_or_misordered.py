@@ -19,8 +19,10 @@ class ScalerUpdateMissingOrMisordered(Rule):
     """
     ## What it does
     Finds a `scaler.step(optimizer)` with no `scaler.update()` after it in the training
-    iteration, a `scaler.update()` that runs before the iteration's `scaler.step(...)`, and a
-    `scaler.update()` between the steps of two optimizers that share one backward.
+    iteration, a `scaler.update()` that runs before the iteration's `scaler.step(...)`, a
+    `scaler.update()` between the steps of two optimizers that share one backward (also inside a
+    `for optimizer in optimizers:` loop), and a hand-written check on non-finite gradients
+    (`if not torch.isfinite(grad_norm): continue`) that skips both `step` and `update()`.
 
     ## Why is this bad?
     `update()` adapts the scale and resets the per-optimizer state. Without it the scale never
@@ -28,7 +30,8 @@ class ScalerUpdateMissingOrMisordered(Rule):
     `scaler.step(optimizer)` raises `RuntimeError: step() has already been called since the last
     update().` An `update()` before any step raises `AssertionError: No inf checks were recorded
     prior to update.` An `update()` between the steps of two optimizers changes the scale while
-    the second optimizer's gradients still carry the old one.
+    the second optimizer's gradients still carry the old one. Skipping `update()` on an overflow
+    keeps the scale that overflowed, so the next steps overflow and are skipped as well.
 
     The rule only reports a missing `update()` where the function that steps clearly owns the
     iteration: the step sits in the training loop of that function, or in a per-step function
@@ -181,6 +184,9 @@ class ScalerUpdateMissingOrMisordered(Rule):
                     if violation is not None:
                         yield violation
             done: set[tuple[str, int]] = set()
+            for skip in facts.overflow_skips:
+                if skip.ctx.scope is events[0].ctx.scope:
+                    yield self._overflow_skip(skip)
             for step in events:
                 if step.kind is K.SCALER_STEP and self._enabled(step):
                     violation = self._missing_update(step, done)
@@ -227,6 +233,21 @@ class ScalerUpdateMissingOrMisordered(Rule):
                 f"the scale while the second optimizer's gradients carry the old one; update once after the last step"
             )
         return self.violation(update.call, message, fix=self._move_fix(update, steps))
+
+    def _overflow_skip(self, skip) -> Violation:
+        scaler = skip.backward.scaler
+        if skip.unscaled:
+            harm = (f"after an overflow the next `{scaler}.unscale_(...)` raises `RuntimeError: unscale_() has already "
+                    "been called on this optimizer since the last update().`")
+        else:
+            harm = "on an overflow the scale never backs off, so every later step overflows at the same scale and is skipped too"
+        message = (
+            f"This check skips `{scaler}.step(...)` and `{scaler}.update()` when the gradients are not finite: {harm}; "
+            f"`{scaler}.step` already skips steps with inf/NaN gradients, and `{scaler}.update()` must run"
+        )
+        return self.violation(skip.test.test, message, fix=NoFix(
+            f"call `{scaler}.step(...)` and `{scaler}.update()` before skipping, or drop the check"
+        ))
 
     def _update_per_optimizer(self, update: Event, events: list[Event]) -> Violation | None:
         """``for opt in optimizers: scaler.step(opt); scaler.update()`` within one iteration."""

@@ -8,12 +8,23 @@ from amplint.fix import edits as E
 from amplint.model import FixSafety
 from amplint.rules.base import Invalid, Rule, Violation
 from amplint.semantic import Scope
+from amplint.semantic import syntax as S
+
+
+# Calls that only concern CUDA autocast: a function that makes them with a device-less
+# ``is_autocast_enabled()`` means CUDA (unless it also reads the CPU autocast dtype).
+_CUDA_ONLY_CALLS = frozenset({"torch.get_autocast_gpu_dtype", "torch.cuda.amp.autocast", "torch.cuda.amp.autocast_mode.autocast"})
 
 
 class AutocastEnabledCheckWithoutDevice(Rule):
     """
     ## What it does
     Finds `torch.is_autocast_enabled()` called without a device type.
+
+    Not reported where the CUDA-only answer is evidently meant: code that runs only on CUDA (an
+    `if x.is_cuda:` arm, a CUDA autocast region), a function that asks about CPU autocast
+    separately (`torch.is_autocast_cpu_enabled()`), or one that reads only the GPU autocast dtype
+    or opens a `torch.cuda.amp.autocast` region (not one that also reads the CPU dtype).
 
     ## Why is this bad?
     Without an argument `torch.is_autocast_enabled()` reports the state of **CUDA** autocast only. Code
@@ -140,7 +151,7 @@ class AutocastEnabledCheckWithoutDevice(Rule):
             function = facts.function_of(site.ctx.scope)
             if function is not None and facts.is_scripted(function):
                 continue  # TorchScript rejects the device argument
-            if facts.runs_on_cuda_evidently(site) or facts.device_check_fallback(site):
+            if facts.runs_on_cuda_evidently(site) or facts.device_check_fallback(site) or self._cuda_meant(site):
                 continue
             message = (
                 "`torch.is_autocast_enabled()` without a device type reports CUDA autocast only (it reads "
@@ -154,6 +165,18 @@ class AutocastEnabledCheckWithoutDevice(Rule):
             else:
                 fix = Fix.safe('Pass `"cuda"`', {site.node: site.node.with_changes(args=[E.positional(E.string_literal("cuda"))])})
             yield self.violation(site.node, message, fix=fix)
+
+    def _cuda_meant(self, site) -> bool:
+        """The function asks about CPU autocast separately (``is_autocast_cpu_enabled()``), or
+        reads only the GPU autocast dtype or opens a CUDA region: the CUDA-only answer is meant."""
+        names = {s.qualname for s in self.facts.calls_by_scope.get(site.ctx.scope, [])}
+        cpu_checks = [
+            s for s in self.facts.autocast_state_checks
+            if s.ctx.scope is site.ctx.scope and S.string_value(S.argument(s.node, 0, "device_type")) == "cpu"
+        ]
+        if "torch.is_autocast_cpu_enabled" in names or cpu_checks:
+            return True
+        return bool(names & _CUDA_ONLY_CALLS) and "torch.get_autocast_cpu_dtype" not in names
 
     def _device_hint(self, scope: Scope) -> str | None:
         """What to tell the user about the device type the function has at hand, if any."""

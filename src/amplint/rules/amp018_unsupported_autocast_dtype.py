@@ -3,6 +3,9 @@ from __future__ import annotations
 from textwrap import dedent
 from typing import Iterator
 
+import libcst as cst
+
+from amplint.amp.events import TRAINING_KINDS
 from amplint.fix import NoFix
 from amplint.model import FixSafety
 from amplint.rules.base import Invalid, Rule, Violation
@@ -30,6 +33,13 @@ class UnsupportedAutocastDtype(Rule):
     autocast stays on but casts eligible ops to `float32`. Either way nothing runs in mixed
     precision, so a run that was meant to be faster is not, and the warning is easy to miss in logs.
     Code that wants a float32 island inside an autocast region should say so with `enabled=False`.
+
+    An always-on CUDA region with `dtype=torch.float32` outside the training step
+    (`torch.cuda.amp.autocast(dtype=torch.float32)`, `torch.autocast("cuda", dtype=torch.float32)`,
+    or a device type tested to be `"cuda"` around it, with no `enabled=` flag, no backward or step
+    inside and not in a training loop) is not reported: CUDA autocast then up-casts eligible ops to
+    float32 even when their inputs are float16, which is what a "force float32 inside autocast"
+    helper wants and what `enabled=False` does not do.
 
     ## Example
     ```python
@@ -81,6 +91,14 @@ class UnsupportedAutocastDtype(Rule):
             with torch.cpu.amp.autocast(dtype=torch.float16):
                 pass
         """),
+        # a float32 island: CUDA autocast up-casts eligible ops inside an fp16 region
+        dedent("""\
+            import torch
+            def force_float32():
+                if torch.is_autocast_enabled("cuda"):
+                    return torch.autocast("cuda", dtype=torch.float32)
+                return contextlib.nullcontext()
+        """),
         dedent("""\
             import torch
             def f(dtype):
@@ -98,8 +116,11 @@ class UnsupportedAutocastDtype(Rule):
         Invalid(
             dedent("""\
                 import torch
-                with torch.autocast('cuda', dtype=torch.float32):
-                    pass
+                for x, y in loader:
+                    with torch.autocast('cuda', dtype=torch.float32):
+                        loss = model(x, y)
+                    loss.backward()
+                    opt.step()
             """),
         ),
         Invalid(
@@ -112,7 +133,7 @@ class UnsupportedAutocastDtype(Rule):
         Invalid(
             dedent("""\
                 import torch
-                from torch.cuda.amp import autocast
+                from torch.cpu.amp import autocast
                 @autocast(True, torch.float32)
                 def f():
                     pass
@@ -138,6 +159,8 @@ class UnsupportedAutocastDtype(Rule):
             if dtype is None:
                 continue
             short = dtype.split(".")[-1]
+            if dtype == "torch.float32" and self._float32_island(region, autocast.site):
+                continue
             if region.device == "cuda":
                 effect = f"CUDA autocast casts ops to {short} instead, so nothing runs in mixed precision"
             elif region.device is not None:
@@ -151,3 +174,28 @@ class UnsupportedAutocastDtype(Rule):
                 f"or `enabled=False` for a {short} region",
                 fix=NoFix("choose float16/bfloat16 or enabled=False by hand"),
             )
+
+    def _float32_island(self, region, site) -> bool:
+        """An always-on CUDA float32 region outside the training step: CUDA autocast up-casts
+        eligible ops to float32 there, as a "force float32 inside autocast" helper wants."""
+        facts = self.facts
+        if region.enabled is not True or not self._on_cuda(region, site):
+            return False
+        if any(loop in facts.training_loops for loop in site.ctx.loops):
+            return False
+        return not any(e.kind in TRAINING_KINDS and facts.contains(region.node, e.call) for e in facts.events)
+
+    def _on_cuda(self, region, site) -> bool:
+        """The region's device is CUDA: a literal, the deprecated ``torch.cuda.amp`` spelling, or
+        ``device_type=x.device.type`` under ``if x.device.type == "cuda":``."""
+        if region.device == "cuda" or region.deprecated == "cuda":
+            return True
+        if region.device_node is None:
+            return False
+        device = self.facts.code(region.device_node).strip()
+        for branch in site.ctx.branches:
+            if isinstance(branch.node, cst.If) and branch.part == "body":
+                test = self.facts.code(branch.node.test)
+                if f'{device} == "cuda"' in test or f"{device} == 'cuda'" in test:
+                    return True
+        return False
