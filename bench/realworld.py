@@ -5,8 +5,14 @@ printed as `path:row:col: CODE message`, grouped by rule, for a human to mark
 true or false. The same report is written to
 `<cache>/realworld-report.json` and `<cache>/realworld-report.md`.
 
+Each finding is also looked up in the hand review (bench/review-verdicts.json,
+see verdicts.py), and the report opens with one row per rule: findings, true,
+false alarms, unreviewed, reviewed findings no longer reported, and the misses
+of the review still missed or now reported.
+
 Usage:
-    python bench/realworld.py                      # review report
+    python bench/realworld.py                      # review report (round 1 set)
+    python bench/realworld.py --set round2         # the round 2 packages
     python bench/realworld.py --compare-prefilter  # prefilter must not change findings
 
 Exit status: 0 ok; 1 amplint crashed or reported an internal error on some
@@ -28,11 +34,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import corpus  # sibling script, not a package
+import verdicts  # sibling script
 
 # amplint exits 2 on usage or internal error even under --exit-zero.
 INTERNAL_ERROR_EXIT = 2
 MAX_DIFF_LINES = 50
 CRASH_MARKERS = ("Traceback (most recent call last)", "internal error", "InternalError")
+DEFAULT_VERDICTS = Path(__file__).resolve().parent / "review-verdicts.json"
 
 
 @dataclass
@@ -147,8 +155,35 @@ def crash_section(runs: list[PackageRun]) -> list[str]:
     return lines
 
 
-def markdown_report(runs: list[PackageRun], command: str) -> str:
+def rule_names(base: str) -> dict[str, str]:
+    proc = subprocess.run([*shlex.split(base), "rules", "--output-format", "json"],
+                          check=False, capture_output=True, text=True)
+    try:
+        return {rule["code"]: rule["name"] for rule in json.loads(proc.stdout)}
+    except (json.JSONDecodeError, TypeError, KeyError):
+        return {}  # the table still works, with codes only
+
+
+def reported(runs: list[PackageRun]) -> list[verdicts.Reported]:
+    return [verdicts.Reported(f"{run.name}-{run.version}", f["filename"],
+                              (f.get("location") or {}).get("row", 0), f.get("code", "?"))
+            for run in runs for f in run.findings]
+
+
+def verdict_section(runs: list[PackageRun], review: dict, names: dict[str, str]) -> list[str]:
+    found = reported(runs)
+    packages = {f"{run.name}-{run.version}" for run in runs}
+    out = ["## Per rule, against the hand review", "", *verdicts.rule_table(found, review, names, packages), ""]
+    fresh = verdicts.unreviewed(found, review)
+    out += [f"Unreviewed findings: {len(fresh)}", ""]
+    if fresh:
+        out += ["```", *(r.key for r in sorted(fresh, key=lambda r: r.key)), "```", ""]
+    return out
+
+
+def markdown_report(runs: list[PackageRun], command: str, review: dict, names: dict[str, str]) -> str:
     out = ["# amplint real-world review", "", f"Command per package: `{command}`", "",
+           *verdict_section(runs, review, names),
            "## Findings per rule per package", "", *counts_table(runs), ""]
     problems = crash_section(runs)
     out += ["## Crashes and stderr", "", *(problems or ["none"]), ""]
@@ -171,13 +206,29 @@ def json_report(runs: list[PackageRun], command: str) -> dict:
     }
 
 
-def review(args: argparse.Namespace) -> int:
+def runs_from_json(path: Path) -> tuple[list[PackageRun], str]:
+    """The runs of an earlier report, to re-count them against edited verdicts without re-linting."""
+    data = json.loads(path.read_text(encoding="utf-8"))
     runs = []
-    for name, version in corpus.SETS[args.set_name].items():
-        print(f"... {name}=={version}", file=sys.stderr, flush=True)
-        runs.append(run_package(args.amplint, name, version, args.select, args.extra, args.timeout))
-    command = shlex.join(amplint_command(args.amplint, Path("<package-dir>"), args.select, args.extra))
-    report = markdown_report(runs, command)
+    for pkg in data["packages"]:
+        run = PackageRun(pkg["name"], pkg["version"], Path(pkg["root"]), pkg["py_files"],
+                         returncode=pkg["returncode"], seconds=pkg["seconds"], findings=pkg["findings"],
+                         stderr_lines=pkg["stderr"], json_error=pkg["json_error"])
+        runs.append(run)
+    return runs, data["command"]
+
+
+def review(args: argparse.Namespace) -> int:
+    if args.from_json:
+        runs, command = runs_from_json(args.from_json)
+    else:
+        runs = []
+        for name, version in corpus.SETS[args.set_name]:
+            print(f"... {name}=={version}", file=sys.stderr, flush=True)
+            runs.append(run_package(args.amplint, name, version, args.select, args.extra, args.timeout))
+        command = shlex.join(amplint_command(args.amplint, Path("<package-dir>"), args.select, args.extra))
+    review_data = verdicts.load(args.verdicts) if args.verdicts.is_file() else {}
+    report = markdown_report(runs, command, review_data, rule_names(args.amplint))
     print(report)
     cache = corpus.cache_dir()
     (cache / "realworld-report.md").write_text(report + "\n", encoding="utf-8")
@@ -200,7 +251,7 @@ def finding_identity(finding: dict) -> tuple:
 def compare_prefilter(args: argparse.Namespace) -> int:
     """The prefilter is an optimisation only: it must never change what is found."""
     failed = False
-    for name, version in corpus.SETS[args.set_name].items():
+    for name, version in corpus.SETS[args.set_name]:
         with_pf = run_package(args.amplint, name, version, args.select, args.extra, args.timeout)
         without_pf = run_package(args.amplint, name, version, args.select,
                                  [*args.extra, "--no-prefilter"], args.timeout)
@@ -229,6 +280,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
                         help="command that runs amplint (default: this interpreter's -m amplint)")
     parser.add_argument("--set", choices=sorted(corpus.SETS), default="accuracy", dest="set_name")
     parser.add_argument("--select", default="ALL")
+    parser.add_argument("--verdicts", type=Path, default=DEFAULT_VERDICTS,
+                        help="hand-review verdicts to count findings against (default: %(default)s)")
+    parser.add_argument("--from-json", type=Path, metavar="REPORT",
+                        help="re-count a saved realworld-report.json against the verdicts instead of linting")
     parser.add_argument("--compare-prefilter", action="store_true",
                         help="run with and without --no-prefilter; fail if findings differ")
     parser.add_argument("--timeout", type=float, default=900, help="seconds per package run")
