@@ -72,6 +72,8 @@ class AutocastEnabledCheckWithoutDevice(Rule):
     summary = "`torch.is_autocast_enabled()` without a device type checks CUDA only"
     fix_safety = FixSafety.SAFE
     triggers = ("is_autocast_enabled",)
+    # the fix depends on whether the file scripts anything (TorchScript rejects the device argument)
+    focus_tokens = ("jit", "script")
 
     valid = (
         dedent("""\
