@@ -109,8 +109,29 @@ class CompatFacts:
         return [
             (ref, qualname)
             for ref, qualname in self.references_to(lambda q: q in DEPRECATED_API)
-            if not self.is_compat_fallback(ref.node, ref.ctx, NEW_API.__contains__)
+            if not self.is_compat_fallback(ref.node, ref.ctx, NEW_API.__contains__) and not self.is_feature_probe(ref)
         ]
+
+    def is_feature_probe(self, ref: Reference) -> bool:
+        """``try: _ = torch.cpu.amp.autocast / except AttributeError: ...``: the name is only looked
+        up to learn whether this torch has it, never used."""
+        stmt = ref.ctx.stmt
+        if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
+            return False
+        small = stmt.body[0]
+        probed = (isinstance(small, cst.Expr) and small.value is ref.node) or (
+            isinstance(small, cst.Assign) and small.value is ref.node
+            and all(isinstance(t.target, cst.Name) and t.target.value == "_" for t in small.targets)
+        )
+        if not probed:
+            return False
+        for branch in ref.ctx.branches:
+            if isinstance(branch.node, cst.Try) and branch.part == "body":
+                for handler in branch.node.handlers:
+                    caught = self.code(handler.type) if handler.type is not None else "AttributeError"
+                    if "AttributeError" in caught or "ImportError" in caught:
+                        return True
+        return False
 
     def torch_too_old_for(self, minimum: tuple[int, int] | None) -> str | None:
         """Why the configured ``target-torch`` cannot use an API added in ``minimum``; ``None`` when it can."""

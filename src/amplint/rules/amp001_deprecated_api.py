@@ -306,14 +306,15 @@ class DeprecatedAmpApi(Rule):
 
     def _report(self, group: _Group) -> Iterator[Violation]:
         blocked = self._blocked(group)
-        fix: Fix | None = None
+        changes: dict | None = None
         if blocked is None and all(use.replacement is not None for use in group.uses):
-            changes: dict = dict(group.rewrite.changes)
+            changes = dict(group.rewrite.changes)
             changes.update({use.target: use.replacement for use in group.uses})
-            new = DEPRECATED_API[group.uses[0].qualname].spelling
-            fix = Fix.safe(f"Rewrite to `{new.split('(')[0]}`", changes, group=group.key)
         for use in group.uses:
-            message = f"`{use.qualname}` is deprecated; use `{DEPRECATED_API[use.qualname].spelling}`"
+            new = DEPRECATED_API[use.qualname].spelling
+            message = f"`{use.qualname}` is deprecated; use `{new}`"
+            # One edit for the whole import group (applied once), described per use.
+            fix = Fix.safe(f"Rewrite to `{new.split('(')[0]}`", changes, group=group.key) if changes else None
             yield self.violation(use.ref.node, message, fix=fix or NoFix(f"no fix: {use.reason or blocked}"))
 
     def _report_import(self, found: DeprecatedImport) -> Violation:
