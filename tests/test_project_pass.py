@@ -15,7 +15,8 @@ from amplint.cache import Cache
 from amplint.config import ConfigError, parse_table
 from amplint.engine import Job, lint_text, run_jobs
 from amplint.positions import Positions
-from amplint.project import ProjectIndex, ProjectView
+from amplint.project.context import ProjectIndex
+from amplint.project.query import ProjectView
 from amplint.project.phase import summarize_cached, with_project_contexts
 from amplint.project.summarize import summarize_text
 from amplint.selection import may_have_findings

@@ -7,11 +7,5 @@ files in the worker pool (cached by content) and gives each file the
 :class:`~amplint.project.query.ProjectView` (``facts.project``) what a call reaches.
 """
 
-from amplint.project.context import ProjectContext, ProjectIndex
-from amplint.project.query import Callee, ProjectView
-from amplint.project.records import EFFECTS, FunctionSummary, ModuleSummary, SavedCheckpoint
-
-__all__ = [
-    "EFFECTS", "Callee", "FunctionSummary", "ModuleSummary", "ProjectContext", "ProjectIndex", "ProjectView",
-    "SavedCheckpoint",
-]
+# The submodules are imported where they are used: a run whose files all fail the prefilter
+# imports none of them.

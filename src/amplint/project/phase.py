@@ -14,8 +14,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Sequence
 
-from amplint.project.context import ProjectIndex
-from amplint.project.records import ModuleSummary
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from amplint.project.records import ModuleSummary
 
 # Text without which a module's summary records nothing (an import-only summary is kept apart).
 SUMMARY_TOKENS = (
@@ -32,6 +34,7 @@ class SummaryJob:
 
 def summarize_path(job: SummaryJob) -> ModuleSummary | None:
     """The summary of one module file (``None``: unreadable or not Python); runs in a worker."""
+    from amplint.project.records import ModuleSummary
     from amplint.sourcefile import SourceError, decode_source, read_bytes
 
     path = Path(job.path)
@@ -84,6 +87,8 @@ def with_project_contexts(jobs: Sequence, workers: int | None) -> list:
                 imports[job.path] = found
     if not imports:
         return list(jobs)
+    from amplint.project.context import ProjectIndex
+
     cache_dir = next(job.cache_dir for job in jobs if job.path in imports)
     indexes: dict[str, ProjectIndex] = {}
     for job in jobs:
@@ -107,7 +112,6 @@ def with_project_contexts(jobs: Sequence, workers: int | None) -> list:
 
 def _imports_if_linted(job) -> ModuleSummary | None:
     """The imports of a file the prefilter lets through (as an import-only summary), else ``None``."""
-    from amplint.project.summarize import scan_imports
     from amplint.selection import may_have_findings
     from amplint.sourcefile import SourceError, decode_source, read_bytes
 
@@ -118,6 +122,9 @@ def _imports_if_linted(job) -> ModuleSummary | None:
         text = decode_source(data, job.path).text
     except SourceError:
         return None
+    from amplint.project.records import ModuleSummary
+    from amplint.project.summarize import scan_imports
+
     found = scan_imports(text)
     return ModuleSummary(imports=found) if found else None
 
