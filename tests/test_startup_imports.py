@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-HEAVY = ("libcst", "amplint.amp", "amplint.semantic", "amplint.fix", "amplint.positions")
+HEAVY = ("libcst", "amplint.amp", "amplint.semantic", "amplint.fix", "amplint.positions", "amplint.project.summarize", "amplint.project.records", "amplint.project.context")
 POOL = ("concurrent.futures.process", "multiprocessing")
 
 _RUN = """
