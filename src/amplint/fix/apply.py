@@ -112,7 +112,7 @@ def largest_valid(fixes: Sequence[Fix], render: Callable[[dict], str | None]) ->
     """``(accepted, text, broken)``: fixes whose merged result parses, that result, and the fixes
     that do not parse even alone. The rest (valid alone, not together with ``accepted``) wait.
 
-    One render when all fixes are fine; each broken one costs about ``2 log2(n)`` more.
+    One render when all fixes are fine; each broken one costs about ``3 log2(n)`` more.
     """
     if not fixes:
         return [], None, []
