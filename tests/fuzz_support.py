@@ -11,7 +11,7 @@ import ast
 import os
 import warnings
 
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, event, settings
 
 from amplint import api
 from amplint.engine import lint_text, source_lines
@@ -73,6 +73,7 @@ def apply_edits(code: str, edits) -> str:
 def check_program(code: str) -> None:
     """Lint and fix ``code`` the ways a user can, and check what must always hold."""
     valid = compiles(code)
+    event("compiles" if valid else "rejected by Python")  # tallied by --hypothesis-show-statistics
     for options in (ALL_RULES, NO_PREFILTER):
         findings = api.lint_source(code, "fuzz.py", options)
         _assert_inside(code, findings)
@@ -88,4 +89,6 @@ def check_program(code: str) -> None:
         assert fixed == code, "a file this Python rejects was rewritten"
         return
     assert compiles(fixed), f"the fix does not compile:\n{fixed}"
+    if fixed != code:
+        event("fixed")
     assert api.fix_source(fixed, "fuzz.py", ALL_RULES, unsafe=True) == fixed, "a second fix pass changed the text"

@@ -86,6 +86,22 @@ def test_work_grows_linearly(monkeypatch, name):
     assert large.parsed_chars <= 4.5 * small.parsed_chars, (small.parsed_chars, large.parsed_chars)
 
 
+def test_a_long_line_costs_in_proportion_to_its_length(monkeypatch):
+    def one_line(elements: int) -> str:
+        return "import torch\nscaler = torch.cuda.amp.GradScaler()\nx = [" + "1, " * elements + "]\n"
+
+    counts = []
+    for elements in (500, 2000):
+        with monkeypatch.context() as patch:
+            work = Work(patch)
+            lint_text(one_line(elements), "line.py", ALL, fix=True)
+            lint_text(one_line(elements), "line.py", ALL, edits=True)
+        counts.append(work)
+    small, large = counts
+    assert large.parses == small.parses
+    assert large.parsed_chars <= 4.5 * small.parsed_chars, (small.parsed_chars, large.parsed_chars)
+
+
 def test_fixes_are_checked_together_not_one_by_one(monkeypatch):
     code = training_file(40)
     work = _measure(monkeypatch, ACTIONS["fix"], 40)
