@@ -215,7 +215,7 @@ def _lint_text(
     if lint.module is not None:
         from amplint.fix.apply import attach_fix_info
 
-        attach_fix_info(lint.module, lint.fixes, lint.parsed_text, edits)
+        attach_fix_info(lint.module, lint.fixes, lint.parsed_text, edits, lint.positions)
     result.findings = sorted(lint.findings, key=Finding.sort_key)
     result.errors = lint.errors
     return result

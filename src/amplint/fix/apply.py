@@ -1,18 +1,27 @@
-"""Applying fixes: node replacement, overlap, the multi-pass loop, and fixes as text edits."""
+"""Applying fixes: node replacement, overlap, the multi-pass loop, and fixes as text edits.
+
+Every check that a fix "parses" renders and re-parses the whole module, so the number of such
+checks decides the cost of a file with many findings. Fixes are checked together, in one
+render per pass; only when that result does not parse are the fixes split in halves to find
+the ones at fault, so a file with ``n`` fixes costs a few renders rather than ``n``.
+"""
 
 from __future__ import annotations
 
 import ast
 import warnings
-from typing import Callable, Protocol
+from bisect import bisect_right
+from typing import Callable, Iterable, Protocol, Sequence
 
 import libcst as cst
 
 from amplint.fix.model import Applicability, Fix
-from amplint.model import Edit, Finding, FixInfo, Location
+from amplint.model import Finding, FixInfo
 
 MAX_FIX_PASSES = 10
 PARSE_FAILURE_NOTE = "not fixed: the fix would produce code that does not parse"
+
+Span = tuple[tuple[int, int], tuple[int, int]]  # ((line, column), (end line, end column))
 
 
 class LintPass(Protocol):
@@ -46,35 +55,121 @@ def _compiles(code: str) -> bool:
     return True
 
 
-def apply_changes(module: cst.Module, changes: dict, text: str = "") -> str | None:
+def apply_changes(
+    module: cst.Module, changes: dict, text: str = "", original_compiles: Callable[[], bool] | None = None
+) -> str | None:
     """The module's text (parsed from ``text``) with ``changes`` applied, or ``None`` if the result does not parse.
 
     "Parses" means libcst reads it back, and the running Python compiles it whenever it
     compiled the original (a fix must not turn valid code into code this Python rejects).
+    ``original_compiles`` answers the second half once for many calls on the same module.
     """
     try:
-        new_code = _keep_final_cr(text, module.visit(ReplaceNodes(changes)).code)
+        new_code = keep_final_cr(text, module.visit(ReplaceNodes(changes)).code)
         cst.parse_module(new_code)
     except Exception:  # noqa: BLE001 - any failure means this fix is not applied
         return None
-    if not _compiles(new_code) and _compiles(module.code):
-        return None
+    if not _compiles(new_code):
+        if original_compiles is None:
+            if _compiles(text or module.code):
+                return None
+        elif original_compiles():
+            return None
     return new_code
 
 
-def _keep_final_cr(text: str, code: str) -> str:
+def keep_final_cr(text: str, code: str) -> str:
     # libcst drops the last "\r" of a text that ends in one (old Mac line endings).
     if text.endswith("\r") and not code.endswith(("\r", "\n")):
         return code + "\r"
     return code
 
 
-def _span(positions, node) -> tuple[tuple[int, int], tuple[int, int]]:
+class Target:
+    """One parsed text, rendered with sets of changes; whether the text itself compiles is asked once."""
+
+    def __init__(self, module: cst.Module, text: str) -> None:
+        self.module, self.text = module, text
+        self._compiles: bool | None = None
+
+    def original_compiles(self) -> bool:
+        if self._compiles is None:
+            self._compiles = _compiles(self.text or self.module.code)
+        return self._compiles
+
+    def render(self, changes: dict) -> str | None:
+        return apply_changes(self.module, changes, self.text, self.original_compiles)
+
+
+def merged_changes(fixes: Iterable[Fix], base: dict | None = None) -> dict:
+    changes = dict(base or {})
+    for fix in fixes:
+        changes.update(fix.changes)
+    return changes
+
+
+def largest_valid(fixes: Sequence[Fix], render: Callable[[dict], str | None]) -> tuple[list[Fix], str | None, list[Fix]]:
+    """``(accepted, text, broken)``: fixes whose merged result parses, that result, and the fixes
+    that do not parse even alone. The rest (valid alone, not together with ``accepted``) wait.
+
+    One render when all fixes are fine; each broken one costs about ``3 log2(n)`` more.
+    """
+    if not fixes:
+        return [], None, []
+    text = render(merged_changes(fixes))
+    if text is not None:
+        return list(fixes), text, []
+    if len(fixes) == 1:
+        return [], None, list(fixes)
+    middle = len(fixes) // 2
+    left, left_text, left_broken = largest_valid(fixes[:middle], render)
+    right, right_text, right_broken = largest_valid(fixes[middle:], render)
+    broken = left_broken + right_broken
+    if not left or not right:
+        return (left, left_text, broken) if left else (right, right_text, broken)
+    both = render(merged_changes(left + right))
+    if both is not None:
+        return left + right, both, broken
+    return left, left_text, broken
+
+
+class DisjointSpans:
+    """Spans taken by chosen fixes, merged and sorted, so an overlap test is a binary search.
+
+    Spans touching at an end count as overlapping, as they did when every pair was compared.
+    """
+
+    def __init__(self) -> None:
+        self._starts: list[tuple[int, int]] = []
+        self._spans: list[Span] = []
+
+    def overlaps(self, span: Span) -> bool:
+        start, end = span
+        index = bisect_right(self._starts, start)
+        if index > 0 and self._spans[index - 1][1] >= start:
+            return True
+        return index < len(self._spans) and self._spans[index][0] <= end
+
+    def add(self, span: Span) -> None:
+        start, end = span
+        index = bisect_right(self._starts, start)
+        low = index - 1 if index > 0 and self._spans[index - 1][1] >= start else index
+        high = index
+        while high < len(self._spans) and self._spans[high][0] <= end:
+            high += 1
+        if low < high:
+            start = min(start, self._spans[low][0])
+            end = max(end, self._spans[high - 1][1])
+        self._spans[low:high] = [(start, end)]
+        self._starts[low:high] = [start]
+
+
+def _span(positions, node) -> Span:
     position = positions[node]
     return (position.start.line, position.start.column), (position.end.line, position.end.column)
 
 
-def _fix_spans(positions, fix) -> list[tuple[tuple[int, int], tuple[int, int]]]:
+def fix_spans(positions, fix) -> list[Span]:
     spans = []
     for node in fix.changes:
         try:
@@ -84,122 +179,105 @@ def _fix_spans(positions, fix) -> list[tuple[tuple[int, int], tuple[int, int]]]:
     return spans
 
 
-def _overlaps(a, b) -> bool:
-    return a[0] <= b[1] and b[0] <= a[1]
+def group_key(fix: Fix) -> str:
+    return fix.group or str(id(fix))
 
 
-def _offsets(text: str) -> list[int]:
-    starts = [0]
-    for index, char in enumerate(text):
-        if char == "\n":
-            starts.append(index + 1)
-    return starts
-
-
-def _to_location(starts: list[int], offset: int) -> Location:
-    import bisect
-
-    row = bisect.bisect_right(starts, offset) - 1
-    return Location(row + 1, offset - starts[row] + 1)
-
-
-def _edit_between(old: str, new: str, offset: int = 0, starts: list[int] | None = None) -> Edit:
-    """The smallest single edit turning ``old`` into ``new`` (positions shifted by ``offset``)."""
-    prefix = 0
-    limit = min(len(old), len(new))
-    while prefix < limit and old[prefix] == new[prefix]:
-        prefix += 1
-    suffix = 0
-    while suffix < limit - prefix and old[len(old) - 1 - suffix] == new[len(new) - 1 - suffix]:
-        suffix += 1
-    starts = starts if starts is not None else _offsets(old)
-    return Edit(
-        content=new[prefix: len(new) - suffix],
-        location=_to_location(starts, offset + prefix),
-        end_location=_to_location(starts, offset + len(old) - suffix),
-    )
-
-
-def _edits_between(old: str, new: str) -> list[Edit]:
-    """One edit per changed hunk of lines, as ruff reports fixes that touch several places."""
-    import difflib
-
-    old_lines = old.splitlines(keepends=True)
-    new_lines = new.splitlines(keepends=True)
-    starts = _offsets(old)
-    edits = []
-    matcher = difflib.SequenceMatcher(a=old_lines, b=new_lines, autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag == "equal":
-            continue
-        begin = sum(len(line) for line in old_lines[:i1])
-        edits.append(
-            _edit_between("".join(old_lines[i1:i2]), "".join(new_lines[j1:j2]), offset=begin, starts=starts)
-        )
-    return edits
-
-
-def attach_fix_info(module: cst.Module, fixes: list[tuple[Finding, Fix]], text: str, edits: bool) -> None:
+def attach_fix_info(module: cst.Module, fixes: list[tuple[Finding, Fix]], text: str, edits: bool, positions=None) -> None:
     """Describe each live fix; with ``edits``, also as concrete text edits (json, sarif).
 
-    Computing edits means applying each fix to a copy of the module and parsing
-    the result, which costs more than linting; only formats that print edits ask.
+    Edits cost a render of the module per set of non-overlapping fixes (a few per file), so
+    only formats that print them ask.
     """
     if not edits:
         for finding, fix in fixes:
             finding.fix = FixInfo(fix.applicability, fix.message, [])
         return
-    by_group: dict[str, str | None] = {}
+    from amplint.fix.text_edits import edits_by_group
+
+    by_group = edits_by_group(module, [fix for _, fix in fixes], text, positions)
     for finding, fix in fixes:
-        key = fix.group or str(id(fix))
-        if key not in by_group:
-            by_group[key] = apply_changes(module, fix.changes, text)
-        new = by_group[key]
-        if new is None:
+        found = by_group.get(group_key(fix))
+        if found is None:
             finding.no_fix_reason = PARSE_FAILURE_NOTE
             continue
-        finding.fix = FixInfo(fix.applicability, fix.message, _edits_between(text, new))
+        finding.fix = FixInfo(fix.applicability, fix.message, found)
+
+
+def _candidates(fixes, positions, unsafe: bool, taken: DisjointSpans, excluded: set[str]) -> tuple[list[Fix], dict[str, int]]:
+    """Fixes to try together, in finding order, none overlapping another or ``taken``; and for
+    each, how many findings share its group (applied with it)."""
+    chosen: list[Fix] = []
+    members: dict[str, int] = {}
+    for _finding, fix in fixes:
+        if fix.applicability is Applicability.UNSAFE and not unsafe:
+            continue
+        key = group_key(fix)
+        if key in excluded:
+            continue
+        if key in members:
+            members[key] += 1
+            continue
+        spans = fix_spans(positions, fix)
+        if not spans or any(taken.overlaps(span) for span in spans):
+            continue
+        for span in spans:
+            taken.add(span)
+        chosen.append(fix)
+        members[key] = 1
+    return chosen, members
+
+
+# A candidate that does not parse may block a fix that overlaps it: a few rounds within one pass
+# give those a chance without another lint.
+_ROUNDS_PER_PASS = 3
+
+
+def _one_pass(text: str, lint: LintPass, unsafe: bool) -> tuple[str | None, int]:
+    target = Target(lint.module, text)  # type: ignore[arg-type]
+    ordered = sorted(lint.fixes, key=lambda pair: pair[0].sort_key())
+    taken = DisjointSpans()
+    excluded: set[str] = set()
+    accepted: list[Fix] = []
+    new_text: str | None = None
+    applied = 0
+    for _ in range(_ROUNDS_PER_PASS):
+        candidates, members = _candidates(ordered, lint.positions, unsafe, taken, excluded)
+        if not candidates:
+            break
+        base = merged_changes(accepted)
+        chosen, result, _broken = largest_valid(candidates, lambda changes: target.render({**base, **changes}))
+        if chosen:
+            accepted.extend(chosen)
+            new_text = result
+            applied += sum(members[group_key(fix)] for fix in chosen)
+        rejected = {group_key(fix) for fix in candidates} - {group_key(fix) for fix in chosen}
+        if not rejected:
+            break
+        excluded |= rejected
+        # the spans of rejected candidates are free again for the fixes they blocked
+        taken = DisjointSpans()
+        for fix in accepted:
+            for span in fix_spans(lint.positions, fix):
+                taken.add(span)
+        excluded |= {group_key(fix) for fix in accepted}
+    return new_text, applied
 
 
 def fix_text(text: str, lint_once: Callable[[str], LintPass], unsafe: bool) -> tuple[str, int]:
     """Apply fixes pass after pass until nothing changes; returns the text and how many were applied.
 
     Each pass lints the current text (``lint_once``), takes the fixes in finding order that do
-    not overlap an earlier one and whose result parses, and applies them together.
+    not overlap an earlier one, and applies together those whose merged result parses.
     """
     applied = 0
     for _ in range(MAX_FIX_PASSES):
         lint = lint_once(text)
         if lint.module is None:
             break
-        chosen: list = []
-        taken: list = []
-        seen_groups: set[str] = set()
-        for finding, fix in sorted(lint.fixes, key=lambda pair: pair[0].sort_key()):
-            if fix.applicability is Applicability.UNSAFE and not unsafe:
-                continue
-            key = fix.group or str(id(fix))
-            if key in seen_groups:
-                applied += 1
-                continue
-            spans = _fix_spans(lint.positions, fix)
-            if not spans or any(_overlaps(s, t) for s in spans for t in taken):
-                continue
-            if apply_changes(lint.module, fix.changes, text) is None:  # never write code that does not parse
-                continue
-            seen_groups.add(key)
-            chosen.append(fix)
-            taken.extend(spans)
-            applied += 1
-        if not chosen:
-            break
-        merged: dict = {}
-        for fix in chosen:
-            merged.update(fix.changes)
-        new_text = apply_changes(lint.module, merged, text)
-        if new_text is None:
-            new_text = apply_changes(lint.module, chosen[0].changes, text)
+        new_text, count = _one_pass(text, lint, unsafe)
         if new_text is None or new_text == text:
             break
+        applied += count
         text = new_text
     return text, applied
