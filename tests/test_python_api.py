@@ -121,3 +121,16 @@ def test_runtime_verify_shows_its_real_signature_without_importing_torch():
 
     assert inspect.signature(amplint.runtime.verify) == inspect.signature(verify)
     assert "FP32 reference" in (amplint.runtime.verify.__doc__ or "")
+
+
+def test_unfixable_in_a_mapping_keeps_the_finding_and_drops_its_fix():
+    code = "import torch\nwith torch.cuda.amp.autocast():\n    pass\n"
+    findings = amplint.lint_source(code, settings={"select": ["AMP001"], "unfixable": ["AMP001"]})
+    assert [f.code for f in findings] == ["AMP001"] and findings[0].fix is None
+    assert amplint.fix_source(code, settings={"select": ["AMP001"], "unfixable": ["AMP001"]}) == code
+
+
+@pytest.mark.parametrize("key", ["extend-include", "extension"])
+def test_file_discovery_keys_are_refused_for_one_text(key):
+    with pytest.raises(ValueError, match="selects files to lint"):
+        amplint.lint_source("x = 1\n", settings={key: ["*.pyw"] if key == "extend-include" else {"pyw": "python"}})

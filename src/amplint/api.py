@@ -16,8 +16,8 @@ from amplint.model import Finding
 from amplint.settings import SelectionError, Settings
 
 # Keys that only concern file discovery: meaningless for one source text.
-_DISCOVERY_KEYS = ("exclude", "extend-exclude")
-_CODE_LISTS = ("select", "extend_select", "ignore")
+_DISCOVERY_KEYS = ("exclude", "extend-exclude", "extend-include", "extension")
+_CODE_LISTS = ("select", "extend_select", "ignore", "unfixable")
 
 
 def _check_code(code: Any) -> str:
@@ -56,6 +56,7 @@ def _settings_from_mapping(table: Mapping) -> Settings:
         ignore=config.ignore,
         per_file_ignores=config.per_file_ignores,
         target_torch=config.target_torch,
+        unfixable=config.unfixable,
         root=os.getcwd(),
     )
 
