@@ -157,3 +157,20 @@ class IterationFacts:
             if name in _STEP_ONLY_HOOKS:
                 return True
         return False
+
+    def optimizer_loop_updating(self, update: Event) -> Loop | None:
+        """The loop over optimizers inside one iteration whose passes each run ``update()`` after a
+        ``step`` of the same scaler (``for opt in optimizers: scaler.step(opt); scaler.update()``);
+        not a loop with its own backward, nor one that also rebinds the scaler (one per pass)."""
+        loop = update.ctx.loops[-1] if update.ctx.loops else None
+        if loop is None or loop is self.iteration_loop(update.ctx) or (update.scaler or "").split(".")[0] in loop.target_names:
+            return None
+        events = [e for e in self.events_by_scope.get(update.ctx.scope, []) if loop in e.ctx.loops]
+        if any(e.kind in BACKWARD_KINDS for e in events):
+            return None
+        stepped = any(
+            e.kind is K.SCALER_STEP and e.scaler == update.scaler and e.order < update.order
+            and self.on_path(e.ctx, update.ctx) and self.optimizer_rebound_per_pass(e)
+            for e in events
+        )
+        return loop if stepped else None

@@ -166,6 +166,17 @@ def replace_within(root: cst.CSTNode, changes: dict) -> cst.CSTNode:
     return root.visit(ReplaceNodes(changes))  # type: ignore[return-value]
 
 
+def move_after(outer: cst.CSTNode, stmt: cst.CSTNode) -> dict:
+    """Changes that take ``stmt`` out of the compound statement ``outer`` (a loop) and put it
+    right after ``outer``, keeping its comments."""
+    return {outer: cst.FlattenSentinel([replace_within(outer, {stmt: cst.RemovalSentinel.REMOVE}), movable(stmt)])}
+
+
+def move_before(outer: cst.CSTNode, stmt: cst.CSTNode) -> dict:
+    """Changes that take ``stmt`` out of ``outer`` and put it right before it (hoisting)."""
+    return {outer: cst.FlattenSentinel([stmt, replace_within(outer, {stmt: cst.RemovalSentinel.REMOVE})])}
+
+
 def remove_statement(model, stmt: cst.CSTNode):
     """Replacement for ``stmt`` that deletes it, or ``pass`` when it is its block's only statement."""
     block = model.statement_block(stmt)

@@ -231,5 +231,4 @@ class ScalerInLoop(Rule):
             return NoFix("the statement is alone in its block")
         if facts.statement_block(outer.node) is None:
             return NoFix("the loop is not a statement of a block")
-        new_loop = E.replace_within(outer.node, {stmt: cst.RemovalSentinel.REMOVE})
-        return Fix.safe("Build the GradScaler once, before the training loop", {outer.node: cst.FlattenSentinel([stmt, new_loop])})
+        return Fix.safe("Build the GradScaler once, before the training loop", E.move_before(outer.node, stmt))

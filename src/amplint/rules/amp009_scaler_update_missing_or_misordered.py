@@ -250,38 +250,21 @@ class ScalerUpdateMissingOrMisordered(Rule):
         ))
 
     def _update_per_optimizer(self, update: Event, events: list[Event]) -> Violation | None:
-        """``for opt in optimizers: scaler.step(opt); scaler.update()`` within one iteration."""
-        facts = self.facts
-        loop = update.ctx.loops[-1] if update.ctx.loops else None
-        if loop is None or loop is facts.iteration_loop(update.ctx) or update.scaler.split(".")[0] in loop.target_names:
-            return None  # no loop, the iteration itself, or one scaler per pass (``zip(opts, scalers)``)
-        steps = [
-            e for e in events
-            if e.kind is K.SCALER_STEP and e.scaler == update.scaler and e.order < update.order
-            and loop in e.ctx.loops and facts.on_path(e.ctx, update.ctx) and facts.optimizer_rebound_per_pass(e)
-        ]
-        if not steps or any(e.kind in BACKWARD_KINDS and loop in e.ctx.loops for e in events):
+        loop = self.facts.optimizer_loop_updating(update)
+        if loop is None:
             return None
         message = (
-            f"`{update.scaler}.update()` runs inside the loop over optimizers (line {facts.position(loop.node).start.line}): "
+            f"`{update.scaler}.update()` runs inside the loop over optimizers (line {self.facts.position(loop.node).start.line}): "
             f"after the first optimizer's step it changes the scale and resets the per-optimizer state, so "
             f"`{update.scaler}.step(...)` of the next one unscales gradients that carry the old scale (or were already "
             "unscaled); update once after the loop"
         )
-        return self.violation(update.call, message, fix=self._move_after_loop(update, loop))
-
-    def _move_after_loop(self, update: Event, loop) -> Fix | NoFix:
-        facts = self.facts
-        stmt = E.movable_statement(facts, update)
-        if stmt is None or update.ctx.branches != loop_branches(facts, loop, update):
-            return NoFix("the update runs under a condition inside the loop: move it after the loop under that condition")
-        if facts.statement_block(loop.node) is None:
-            return NoFix("the loop is not a statement of a block")
-        new_loop = E.replace_within(loop.node, {stmt: cst.RemovalSentinel.REMOVE})
-        return Fix.safe(
-            f"Move `{update.scaler}.update()` after the loop over optimizers",
-            {loop.node: cst.FlattenSentinel([new_loop, E.movable(stmt)])},
-        )
+        stmt = E.movable_statement(self.facts, update)
+        if stmt is None or any(not self.facts.contains(b.node, loop.node) for b in update.ctx.branches):
+            fix = NoFix("the update runs under a condition inside the loop: move it after the loop under that condition")
+        else:
+            fix = Fix.safe(f"Move `{update.scaler}.update()` after the loop over optimizers", E.move_after(loop.node, stmt))
+        return self.violation(update.call, message, fix=fix)
 
     def _move_fix(self, update: Event, steps: list[Event]) -> Fix | NoFix:
         facts = self.facts
@@ -353,9 +336,3 @@ class ScalerUpdateMissingOrMisordered(Rule):
             f"Move `{scaler}.update()` after the last step of the iteration",
             {stmt: cst.RemovalSentinel.REMOVE, anchor: E.insert_after(anchor, E.movable(stmt))},
         )
-
-
-def loop_branches(facts, loop, event: Event) -> tuple:
-    """The branches around ``event`` that also enclose ``loop`` (the update's own ``if`` inside the
-    loop is not among them)."""
-    return tuple(b for b in event.ctx.branches if facts.contains(b.node, loop.node))
