@@ -95,6 +95,6 @@ class DeviceFacts:
             node = autocast.region.device_node
             if autocast.site.ctx.scope is scope and node is not None and not is_cuda_literal(node):
                 return "autocast", node
-        if any(a.ctx.scope is scope and "device_type" in a.targets for a in self.assignments):
+        if any("device_type" in a.targets for a in self.assignments_in(scope)):
             return "assignment", None
         return None

@@ -117,8 +117,8 @@ class TrainingFacts:
         for inner in self.loops:
             if inner.scope is loop.scope and self.contains(loop.node, inner.node):
                 out |= inner.target_names
-        for assignment in self.assignments:
-            if assignment.ctx.scope is loop.scope and loop in assignment.ctx.loops:
+        for assignment in self.assignments_in(loop.scope):
+            if loop in assignment.ctx.loops:
                 out.update(target.replace("[...]", "") for target in assignment.targets)
         return out
 
@@ -131,10 +131,10 @@ class TrainingFacts:
         if _RUN_WORDS.search(header):
             return True
         return any(
-            assignment.ctx.scope is loop.scope and assignment.ctx.loops and assignment.ctx.loops[-1] is loop
+            assignment.ctx.loops and assignment.ctx.loops[-1] is loop
             and isinstance(assignment.value, cst.Call)
             and any(t in self.optimizer_builds or t in self.optimizers for t in assignment.targets)
-            for assignment in self.assignments
+            for assignment in self.assignments_in(loop.scope)
         )
 
     def training_loops_within_run(self, ctx: Context) -> list[Loop] | None:

@@ -85,10 +85,30 @@ class SemanticModel(BindingQueries, IdentityQueries, FlowQueries, CallGraph):
         return {node: ctx for node, ctx in self.records.withs}
 
     # -- assignments
+    @cached_property
+    def _assignments_by_target(self) -> dict[str, list[Assignment]]:
+        # Queries come per function, so scanning every assignment each time is quadratic in the file.
+        index: dict[str, list[Assignment]] = {}
+        for assignment in self.assignments:
+            for target in dict.fromkeys(assignment.targets):
+                index.setdefault(target, []).append(assignment)
+        return index
+
+    @cached_property
+    def _assignments_by_scope(self) -> dict[int, list[Assignment]]:
+        index: dict[int, list[Assignment]] = {}
+        for assignment in self.assignments:
+            index.setdefault(id(assignment.ctx.scope), []).append(assignment)
+        return index
+
+    def assignments_in(self, scope: Scope) -> list[Assignment]:
+        """The assignments whose scope is ``scope`` itself, in source order."""
+        return self._assignments_by_scope.get(id(scope), [])
+
     def assignments_to(self, key: str, scope: Scope | None = None) -> list[Assignment]:
         """Assignments to the dotted text ``key``; seen from ``scope``: those in it or at module
         level, and for ``self.x`` those in methods of the same class."""
-        out = [a for a in self.assignments if key in a.targets]
+        out = list(self._assignments_by_target.get(key, ()))
         if scope is not None:
             if key.startswith("self."):
                 own = self.variable(key, scope)
