@@ -10,6 +10,7 @@ is read from disk when an import names it.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Sequence
@@ -24,6 +25,13 @@ SUMMARY_TOKENS = (
     b"torch.save", b"load_state_dict", b".step(", b"backward", b"unscale_", b"clip_grad",
     b"Scaler", b"scaler", b".half(", b"float16", b"bfloat16",
 )
+
+
+# Only a file that holds a GradScaler asks about other modules (AMP006's checkpoint helpers):
+# another file's imports are not followed, so linting one model file does not read its library.
+ASKING_TOKENS = (b"scaler", b"Scaler")
+_CALL = re.compile(r"\b([A-Za-z_]\w*)(?:\.\w+)*\s*\(")
+_TRAINING_STATE = re.compile(r"optim|\bopt\b|ckpt|checkpoint|state_dict|scaler", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -117,7 +125,7 @@ def _imports_if_linted(job) -> ModuleSummary | None:
 
     try:
         data = read_bytes(Path(job.path))
-        if not may_have_findings(data, job.settings, job.display or job.path):
+        if not any(t in data for t in ASKING_TOKENS) or not may_have_findings(data, job.settings, job.display or job.path):
             return None
         text = decode_source(data, job.path).text
     except SourceError:
@@ -125,8 +133,19 @@ def _imports_if_linted(job) -> ModuleSummary | None:
     from amplint.project.records import ModuleSummary
     from amplint.project.summarize import scan_imports
 
-    found = scan_imports(text)
+    handed = _names_handed_training_state(text)
+    found = tuple(name for name in scan_imports(text) if name.local in handed)
     return ModuleSummary(imports=found) if found else None
+
+
+def _names_handed_training_state(text: str) -> set[str]:
+    """Names called (``name(...)``, ``name.attr(...)``) with what looks like training state near
+    the opening parenthesis (``save_checkpoint(model, optimizer, ...)``, ``utils.resume(ckpt, ...)``):
+    only such imports are followed; a model file's dozens of library imports are not."""
+    return {
+        match.group(1) for match in _CALL.finditer(text)
+        if _TRAINING_STATE.search(text, match.end(), match.end() + 400)
+    }
 
 
 def _defined_names(data: bytes) -> tuple[str, ...]:
