@@ -23,8 +23,9 @@ class AutocastEnabledCheckWithoutDevice(Rule):
 
     Not reported where the CUDA-only answer is evidently meant: code that runs only on CUDA (an
     `if x.is_cuda:` arm, a CUDA autocast region), a function that asks about CPU autocast
-    separately (`torch.is_autocast_cpu_enabled()`), or one that reads only the GPU autocast dtype
-    or opens a `torch.cuda.amp.autocast` region (not one that also reads the CPU dtype).
+    separately (`torch.is_autocast_cpu_enabled()`), or a check whose own statement (the `if` and
+    its body) reads only the GPU autocast dtype or opens a `torch.cuda.amp.autocast` region (not
+    one that also reads the CPU dtype).
 
     ## Why is this bad?
     Without an argument `torch.is_autocast_enabled()` reports the state of **CUDA** autocast only. Code
@@ -169,16 +170,20 @@ class AutocastEnabledCheckWithoutDevice(Rule):
             yield self.violation(site.node, message, fix=fix)
 
     def _cuda_meant(self, site) -> bool:
-        """The function asks about CPU autocast separately (``is_autocast_cpu_enabled()``), or
-        reads only the GPU autocast dtype or opens a CUDA region: the CUDA-only answer is meant."""
-        names = {s.qualname for s in self.facts.calls_by_scope.get(site.ctx.scope, [])}
+        """The function asks about CPU autocast separately (``is_autocast_cpu_enabled()``), or the
+        check's own statement (an ``if`` with its body) reads only the GPU autocast dtype or opens
+        a CUDA region: the CUDA-only answer is meant."""
+        facts = self.facts
+        names = {s.qualname for s in facts.calls_by_scope.get(site.ctx.scope, [])}
         cpu_checks = [
-            s for s in self.facts.autocast_state_checks
+            s for s in facts.autocast_state_checks
             if s.ctx.scope is site.ctx.scope and S.string_value(S.argument(s.node, 0, "device_type")) == "cpu"
         ]
         if "torch.is_autocast_cpu_enabled" in names or cpu_checks:
             return True
-        return bool(names & _CUDA_ONLY_CALLS) and "torch.get_autocast_cpu_dtype" not in names
+        stmt = site.ctx.stmt
+        guarded = {s.qualname for s in facts.calls_within(stmt)} if stmt is not None else set()
+        return bool(guarded & _CUDA_ONLY_CALLS) and "torch.get_autocast_cpu_dtype" not in guarded
 
     def _device_hint(self, scope: Scope) -> str | None:
         """What to tell the user about the device type the function has at hand, if any."""
