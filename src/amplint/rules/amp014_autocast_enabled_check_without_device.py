@@ -182,7 +182,14 @@ class AutocastEnabledCheckWithoutDevice(Rule):
         if "torch.is_autocast_cpu_enabled" in names or cpu_checks:
             return True
         stmt = site.ctx.stmt
-        guarded = {s.qualname for s in facts.calls_within(stmt)} if stmt is not None else set()
+        if stmt is None:
+            return False
+        guarded = {s.qualname for s in facts.calls_within(stmt)}
+        # ``fp16 = torch.get_autocast_gpu_dtype() == torch.float16`` read by the check's statement
+        for name in {ref.parts[0] for ref in facts.references_within(stmt)}:
+            for assignment in facts.assignments_to(name, site.ctx.scope):
+                if assignment.ctx.scope is site.ctx.scope and assignment.ctx.order < site.ctx.order and assignment.value is not None:
+                    guarded |= {s.qualname for s in facts.calls_within(assignment.value)}
         return bool(guarded & _CUDA_ONLY_CALLS) and "torch.get_autocast_cpu_dtype" not in guarded
 
     def _device_hint(self, scope: Scope) -> str | None:
