@@ -106,9 +106,8 @@ class CastFacts:
         dtype = HALF_DTYPES.get(self.qualname(expr, scope) or "")
         if dtype is not None or not isinstance(expr, cst.Name):
             return dtype
-        values = self.assigned_alternatives(expr.value, scope)
-        dtypes = {HALF_DTYPES.get(self.qualname(leaf, scope) or "") if leaf is not None else None for _, leaf in values}
-        if not dtypes or None in dtypes:
+        dtypes = self.dtype_choices(expr, scope)  # amp/dtypes.py: the values a dtype variable may hold
+        if not dtypes or not dtypes <= {"float16", "bfloat16"}:
             return None
         return "float16" if "float16" in dtypes else "bfloat16"
 
