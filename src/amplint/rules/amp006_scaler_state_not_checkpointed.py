@@ -6,7 +6,8 @@ from typing import Iterator
 import libcst as cst
 
 from amplint.amp import Event
-from amplint.amp.checkpoint_helpers import CheckpointHelperFacts, HelperCheckpoint, scaler_key_read, state_dict_methods
+from amplint.amp.checkpoint_helpers import CheckpointHelperFacts, HelperCheckpoint, state_dict_methods
+from amplint.amp.checkpoint_keys import unwritten_scaler_key
 from amplint.amp.checkpoints import Checkpoint, scaler_key_like
 from amplint.amp.checkpoints import scaler_key_like as _styled_key  # noqa: F401 - the fix-shape tests import it here
 from amplint.fix import Fix, NoFix
@@ -345,28 +346,10 @@ class ScalerStateNotCheckpointed(Rule):
 
     # -- a resume that reads a scaler key no save writes
     def _check_unwritten_key(self, event: Event) -> Violation | None:
-        facts = self.facts
-        receiver = event.receiver
-        if receiver is None or not facts.is_scaler(receiver):
+        found = unwritten_scaler_key(self.facts, event)
+        if found is None:
             return None
-        read = scaler_key_read(event.call)
-        if read is None:
-            return None
-        checkpoint, key = read
-        optimizer_keys = {
-            lookup[1] for other in facts.state_restores
-            if other.ctx.scope is event.ctx.scope and facts.restores_optimizer(other)
-            and (lookup := facts.checkpoint_lookup(other)) is not None and lookup[0] == checkpoint
-        }
-        if not optimizer_keys:
-            return None
-        saves = list(facts.project.visible_saves())
-        writers = [(module, function, save) for module, function, save in saves if optimizer_keys & set(save.keys)]
-        if not writers or not all(save.complete for _, _, save in saves) or any(key in save.keys for _, _, save in saves):
-            return None
-        if any(function.saved_whole for _, function, _ in saves):
-            return None  # some save writes a dict built elsewhere: its keys are not all seen
-        module, function, save = writers[0]
+        key, (module, function, save) = found
         place = f"{module}:{save.line}" if module else f"line {save.line}"
         message = (
             f'The scaler is restored from "{key}", a key that no save in this file or the modules it imports writes '

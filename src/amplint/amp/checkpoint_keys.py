@@ -1,0 +1,34 @@
+"""Checkpoint keys across saves and restores: a resume that reads a scaler key no save writes."""
+
+from __future__ import annotations
+
+from amplint.amp.checkpoint_helpers import scaler_key_read
+from amplint.amp.events import Event
+
+
+def unwritten_scaler_key(facts, event: Event):
+    """For ``scaler.load_state_dict(ckpt["scaler"])`` beside an optimizer restore from the same
+    checkpoint: ``(key, (module, function, save))`` when every save this file and its imports show
+    writes that optimizer's key but none writes ``key``; ``None`` when any save cannot be read whole.
+    """
+    receiver = event.receiver
+    if receiver is None or not facts.is_scaler(receiver):
+        return None
+    read = scaler_key_read(event.call)
+    if read is None:
+        return None
+    checkpoint, key = read
+    optimizer_keys = {
+        lookup[1] for other in facts.state_restores
+        if other.ctx.scope is event.ctx.scope and facts.restores_optimizer(other)
+        and (lookup := facts.checkpoint_lookup(other)) is not None and lookup[0] == checkpoint
+    }
+    if not optimizer_keys:
+        return None
+    saves = list(facts.project.visible_saves())
+    writers = [(module, function, save) for module, function, save in saves if optimizer_keys & set(save.keys)]
+    if not writers or not all(save.complete for _, _, save in saves) or any(key in save.keys for _, _, save in saves):
+        return None
+    if any(function.saved_whole for _, function, _ in saves):
+        return None  # some save writes a dict built elsewhere: its keys are not all seen
+    return key, writers[0]
