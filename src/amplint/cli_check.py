@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -36,7 +37,11 @@ def check_command(paths, **options) -> None:
     except KeyboardInterrupt:
         # Here, not in main(): click would turn it into "Aborted!" and exit 1.
         _error("interrupted")
-        code = EXIT_INTERRUPTED
+        # The interrupted process pool's exit hook would write to its closed wake-up pipe and
+        # print a traceback after this line; the workers die with this process (worker_lifetime).
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(EXIT_INTERRUPTED)
     sys.exit(code)
 
 
