@@ -99,6 +99,9 @@ def _lint_once(
         ))
         return result
     # Imported only past Python's verdict: a file with a syntax error never needs libcst.
+    from amplint.parsing_modules import import_parsing_modules
+
+    import_parsing_modules()
     import libcst as cst
 
     from amplint.amp import FileFacts

@@ -24,13 +24,10 @@ def _import_parsing(jobs: Sequence) -> None:
     A run this large almost always parses some file; imported here, the workers share the
     modules instead of each importing them again.
     """
-    import libcst  # noqa: F401
-
-    import amplint.amp  # noqa: F401
-    import amplint.focus  # noqa: F401
-    import amplint.positions  # noqa: F401
+    from amplint.parsing_modules import import_parsing_modules
     from amplint.selection import rules_for
 
+    import_parsing_modules()
     for settings in {job.settings for job in jobs}:
         rules_for(settings.enabled_codes())
 

@@ -1,0 +1,101 @@
+"""Reuse the compiled methods of dataclasses across runs, the way Python reuses compiled modules.
+
+``@dataclass`` writes the source of ``__init__``, ``__eq__``, ``__hash__``... for each class and
+compiles it with ``exec`` when the class is defined. libcst defines a few hundred node classes
+that way: on Python 3.10-3.12 compiling those sources is about half of ``import libcst``, which
+is most of what linting one file costs. Source text compiles to the same code object every time,
+so while the parsing modules are imported, ``dataclasses`` gets an ``exec`` that looks each source
+up in a table of code objects compiled by an earlier run, and compiles only what is new.
+
+The table lives beside amplint's own bytecode (``__pycache__``, honouring ``sys.pycache_prefix``),
+is named for the interpreter (``cpython-311``) and starts with the interpreter's bytecode magic
+number; it is written, atomically, only when something was compiled and only when Python itself
+may write bytecode (not under ``-B`` or ``PYTHONDONTWRITEBYTECODE``). Any problem reading or
+writing it costs speed, never correctness: the sources are then simply compiled.
+"""
+
+from __future__ import annotations
+
+import builtins
+import dataclasses
+import marshal
+import os
+import sys
+from contextlib import contextmanager
+from importlib.util import MAGIC_NUMBER, cache_from_source
+from pathlib import Path
+from typing import Iterator
+
+# Sources from other versions of the imported libraries stop being looked up but stay in the
+# table; past this size a write keeps only what the last run used.
+MAX_ENTRIES = 4000
+
+
+def table_path(phase: str) -> Path | None:
+    """Where the table of ``phase``'s compiled dataclass methods lives (None: no bytecode kept).
+
+    One table per phase of a run (start-up, parsing), so that a run that never parses a file
+    reads only the small start-up table.
+    """
+    try:
+        module_cache = Path(cache_from_source(os.path.join(os.path.dirname(__file__), "__init__.py")))
+    except NotImplementedError:  # sys.implementation.cache_tag is None
+        return None
+    tag = module_cache.name.split(".")[1]  # __init__.cpython-311.pyc -> cpython-311
+    return module_cache.with_name(f"dataclass-code-{phase}.{tag}.marshal")
+
+
+def _read(path: Path) -> dict[str, object]:
+    try:
+        data = path.read_bytes()
+        if not data.startswith(MAGIC_NUMBER):
+            return {}
+        table = marshal.loads(data[len(MAGIC_NUMBER):])
+    except (OSError, ValueError, EOFError, TypeError):
+        return {}
+    return table if isinstance(table, dict) else {}
+
+
+def _write(path: Path, table: dict[str, object]) -> None:
+    temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary.write_bytes(MAGIC_NUMBER + marshal.dumps(table))
+        os.replace(temporary, path)
+    except (OSError, ValueError):
+        try:
+            temporary.unlink()
+        except OSError:
+            pass
+
+
+@contextmanager
+def reused_dataclass_code(phase: str, path: Path | None = None) -> Iterator[None]:
+    """Within the block, dataclass methods compile from ``phase``'s table (or the one at ``path``)."""
+    path = path if path is not None else table_path(phase)
+    if path is None or "exec" in vars(dataclasses):  # no bytecode, or already inside the block
+        yield
+        return
+    known = _read(path)
+    used: dict[str, object] = {}
+    compiled = 0
+
+    def exec_reusing_code(source, globals=None, locals=None):
+        nonlocal compiled
+        if isinstance(source, str):
+            code = known.get(source)
+            if code is None:
+                code = compile(source, "<string>", "exec")
+                compiled += 1
+            used[source] = code
+            source = code
+        return builtins.exec(source, globals, locals)
+
+    dataclasses.exec = exec_reusing_code  # module globals come before builtins in name lookup
+    try:
+        yield
+    finally:
+        del dataclasses.exec
+    if compiled and not sys.dont_write_bytecode:
+        merged = {**known, **used}
+        _write(path, merged if len(merged) <= MAX_ENTRIES else used)
