@@ -179,7 +179,7 @@ def _run_files(paths, settings, config, start, mode, options, quiet, edits):
 
 
 def _run_stdin(settings, mode, options, edits: bool, extensions: dict[str, str]):
-    from amplint.engine import lint_text
+    from amplint.engine import lint_text, skipped_result
     from amplint.model import FileError, FileResult
     from amplint.sourcefile import SourceError, decode_source, encode_source
 
@@ -197,6 +197,10 @@ def _run_stdin(settings, mode, options, edits: bool, extensions: dict[str, str])
     try:
         result = lint_text(source.text, filename, settings, fix=mode in ("fix", "diff"), unsafe=options["unsafe_fixes"],
                             edits=edits)
+        if result.skipped:
+            # What comes on stdin is named as explicitly as a file on the command line: a syntax
+            # error in it is reported even when the prefilter finds no AMP text.
+            result = skipped_result(data, filename, explicit=True)
     except Exception as exc:  # noqa: BLE001 - report, never a traceback
         result = FileResult(filename=filename, errors=[FileError(filename, f"{filename}: internal error: {type(exc).__name__}: {exc}", internal=True)])
         result.source = source.text

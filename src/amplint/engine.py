@@ -255,7 +255,8 @@ class Job:
     project: ProjectContext | None = None
 
 
-def _skipped(data: bytes, filename: str, explicit: bool) -> FileResult:
+def skipped_result(data: bytes, filename: str, explicit: bool) -> FileResult:
+    """The result of a file the prefilter skips; one named explicitly is still syntax-checked."""
     result = FileResult(filename=filename, skipped=True)
     if explicit:
         import ast
@@ -289,7 +290,7 @@ def process_file(job: Job) -> FileResult:
         except SourceError as exc:
             return FileResult(filename=filename, errors=[FileError(filename, str(exc))])
     else:
-        return _skipped(data, filename, job.explicit)
+        return skipped_result(data, filename, job.explicit)
     cache = None
     if job.cache_dir is not None and job.mode == "check" and not job.edits:
         from amplint.cache import Cache
