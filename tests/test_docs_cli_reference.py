@@ -17,7 +17,7 @@ def _documented_options() -> set[str]:
 
 
 def test_every_check_option_is_in_the_option_table():
-    from amplint.cli_check import check_command
+    from amplint.cli_group import check_command
 
     documented = _documented_options()
     missing = []

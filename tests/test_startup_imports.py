@@ -65,6 +65,7 @@ def test_a_clean_run_imports_no_libcst_and_no_rule_module(project, args):
     assert loaded(modules, HEAVY) == []
     assert loaded(modules, ("amplint.rules.amp",)) == []
     assert loaded(modules, ("amplint.cache",)) == []
+    assert loaded(modules, ("click",)) == []  # cli_fastparse reads the command line
 
 
 def test_a_clean_stdin_run_imports_no_libcst(project):
@@ -88,6 +89,14 @@ def test_a_file_with_a_finding_imports_only_the_rules_its_text_can_trigger(proje
     # No scaler, no GradScaler, no `.scale(`: the scaler rules cannot fire and are not imported.
     assert "amplint.rules.amp009_scaler_update_missing_or_misordered" not in rule_modules
     assert "amplint.rules.amp004_scaler_in_loop" not in rule_modules
+    assert loaded(modules, ("click",)) == []
+
+
+def test_help_and_the_other_commands_still_have_click(project):
+    code, out, modules = run(project, "check", "--help")
+    assert code == 0 and "--output-format" in out and "click" in modules
+    code, out, modules = run(project, "rules")
+    assert code in (0, None) and "AMP003" in out and "click" in modules
 
 
 def test_a_handful_of_files_is_linted_without_a_process_pool(project):
@@ -114,3 +123,10 @@ def test_a_named_clean_file_with_a_syntax_error_is_reported_without_libcst(proje
     assert code == 1
     assert out.startswith("broken.py:1:5: AMP000 SyntaxError: '(' was never closed")
     assert loaded(modules, HEAVY) == []
+
+
+def test_stdin_with_a_syntax_error_and_no_amp_text_is_reported_not_passed(project):
+    code, out, _ = run(project, "check", "--no-cache", "--output-format", "concise", "--stdin-filename", "x.py", "-",
+                       stdin="x = (\n")
+    assert code == 1
+    assert out.startswith("x.py:1:5: AMP000 SyntaxError: '(' was never closed")

@@ -1,11 +1,13 @@
-"""The ``amplint`` command line: the group, ``check`` as its default command, and ``verify`` loaded lazily.
+"""The ``amplint`` command line's entry point.
 
-The commands live in ``cli_check`` (with ``cli_options``, ``cli_settings``, ``cli_run``,
-``cli_watch``) and ``cli_commands`` (``rules``, ``rule``, ``server``, ``clean``, ``version``).
+A plain ``amplint [check] PATHS [OPTIONS]`` is read by ``cli_fastparse`` and run without
+importing click: that is the command pre-commit and editors start many times a day. Everything
+else (help, errors, the other commands) goes to the click group in ``cli_group``. The commands
+live in ``cli_check`` (with ``cli_options``, ``cli_settings``, ``cli_run``, ``cli_watch``) and
+``cli_commands`` (``rules``, ``rule``, ``server``, ``clean``, ``version``).
 
-Kept cheap to import: only click at module level. The engine, the reporters and the runtime
-companion are imported when a command needs them (``amplint --version`` imports no rule,
-and nothing here ever imports torch).
+The engine, the reporters and the runtime companion are imported when a command needs them
+(``amplint --version`` imports no rule, and nothing here ever imports torch).
 """
 
 from __future__ import annotations
@@ -13,111 +15,65 @@ from __future__ import annotations
 import os
 import sys
 
-import click
-
-import amplint
-from amplint.cli_check import check_command
-from amplint.cli_commands import clean_command, rule_command, rules_command, server_command, version_command
 from amplint.cli_common import EXIT_ERROR, EXIT_INTERRUPTED, _error
-from amplint.cli_options import CONTEXT_SETTINGS, OUTPUT_FORMATS  # noqa: F401  (OUTPUT_FORMATS: kept importable here)
-_VERIFY_HELP = "Run a training script with AMP and check that it still trains (needs amplint[runtime])."
+from amplint.cli_spec import OUTPUT_FORMATS  # noqa: F401  (kept importable here)
+
+# The group's commands (a test keeps this equal to the click group's list).
+COMMANDS = ("check", "rules", "rule", "server", "clean", "version", "verify")
+_GROUP_OPTIONS = frozenset({"-h", "--help", "--version"})
 
 
-# --------------------------------------------------------------------------- the group
-
-
-class AmplintGroup(click.Group):
-    """``amplint [PATHS] [OPTIONS]`` without a subcommand behaves exactly as ``amplint check``."""
-
-    _GROUP_ARGS = frozenset({"-h", "--help", "--version"})
-
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if not args or (args[0] not in self.list_commands(ctx) and args[0] not in self._GROUP_ARGS):
-            _refuse_mistyped_command(args[0] if args else "", self.list_commands(ctx))
-            args = ["check", *args]
-        return super().parse_args(ctx, args)
-
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        return [*super().list_commands(ctx), "verify"]
-
-    def get_command(self, ctx: click.Context, name: str):
-        if name == "verify":
-            return _load_verify()
-        return super().get_command(ctx, name)
-
-    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
-        # Listing commands must not import the runtime companion.
-        rows = []
-        for name in self.list_commands(ctx):
-            if name == "verify":
-                rows.append((name, _VERIFY_HELP))
-            else:
-                command = super().get_command(ctx, name)
-                if command is not None and not command.hidden:
-                    rows.append((name, command.get_short_help_str(limit=200)))
-        if rows:
-            with formatter.section("Commands"):
-                formatter.write_dl(rows)
-
-
-def _refuse_mistyped_command(word: str, commands: list[str]) -> None:
+def _refuse_mistyped_command(word: str, commands=COMMANDS) -> None:
     """Exit 2 when ``word`` is a near miss of a command (``chek``) rather than a path to lint."""
-    import difflib
     import re
 
     if not re.fullmatch(r"[a-z][a-z-]*", word) or os.path.exists(word):
         return
-    close = difflib.get_close_matches(word, commands, n=1, cutoff=0.6)
+    import difflib
+
+    close = difflib.get_close_matches(word, list(commands), n=1, cutoff=0.6)
     if close:
         _error(f"unknown command '{word}' (did you mean '{close[0]}'?)")
         sys.exit(EXIT_ERROR)
 
 
-def _load_verify() -> click.Command:
-    import importlib.util
+def _plain_check(args: list[str]) -> tuple[list[str], dict] | None:
+    """The parsed arguments of a ``check`` that needs no click, or None."""
+    if args and args[0] == "check":
+        args = args[1:]
+    elif args and (args[0] in COMMANDS or args[0] in _GROUP_OPTIONS):
+        return None
+    elif args:
+        _refuse_mistyped_command(args[0])
+    from amplint.cli_fastparse import parse_check_arguments
 
-    def unavailable(message: str) -> click.Command:
-        @click.command("verify", context_settings={"ignore_unknown_options": True, "allow_extra_args": True}, add_help_option=False)
-        def stub() -> None:
-            _error(message)
-            sys.exit(EXIT_ERROR)
-
-        return stub
-
-    hint = "amplint verify needs PyTorch: pip install 'amplint[runtime]'"
-    try:
-        if importlib.util.find_spec("torch") is None:
-            return unavailable(hint)
-    except (ImportError, ValueError):
-        return unavailable(hint)
-    try:
-        from amplint.runtime.command import verify_command
-    except ImportError as exc:
-        if (getattr(exc, "name", None) or "").split(".")[0] == "torch":
-            return unavailable(hint)
-        return unavailable(f"amplint verify is unavailable: {exc}")
-    return verify_command
+    return parse_check_arguments(args)
 
 
-@click.group(cls=AmplintGroup, context_settings=CONTEXT_SETTINGS)
-@click.version_option(amplint.__version__, "--version", prog_name="amplint", message="%(prog)s %(version)s")
-def main_group() -> None:
-    """Find and fix misuse of PyTorch automatic mixed precision (AMP).
+def _import_check_modules() -> None:
+    """Import what every ``check`` run uses, reusing the compiled code of their dataclasses."""
+    from amplint.dataclass_code import reused_dataclass_code
 
-    Without a command, `amplint [PATHS] [OPTIONS]` runs `amplint check`.
-    """
-
-
-for _command in (check_command, rules_command, rule_command, server_command, clean_command, version_command):
-    main_group.add_command(_command)
-
-
-# --------------------------------------------------------------------------- entry point
+    with reused_dataclass_code("startup"):
+        import amplint.cli_check  # noqa: F401
+        import amplint.discovery  # noqa: F401
+        import amplint.engine  # noqa: F401
+        import amplint.project.phase  # noqa: F401
+        import amplint.report  # noqa: F401
 
 
 def main(argv: list[str] | None = None) -> None:
+    args = list(sys.argv[1:] if argv is None else argv)
     try:
-        main_group.main(args=argv, prog_name="amplint")
+        parsed = _plain_check(args)
+        if parsed is not None:
+            _import_check_modules()
+            from amplint.cli_check import check_entry
+
+            check_entry(*parsed)
+        from amplint.cli_group import main_group
+
+        main_group.main(args=args, prog_name="amplint")
     except KeyboardInterrupt:
         _error("interrupted")
         sys.exit(EXIT_INTERRUPTED)
@@ -128,6 +84,15 @@ def main(argv: list[str] | None = None) -> None:
             raise
         _error(f"internal error: {type(exc).__name__}: {exc} (set AMPLINT_DEBUG=1 for a traceback)")
         sys.exit(EXIT_ERROR)
+
+
+def __getattr__(name: str):
+    # `from amplint.cli import main_group` (tests, embedding code) still works, importing click then.
+    if name in ("main_group", "AmplintGroup", "check_command"):
+        import amplint.cli_group
+
+        return getattr(amplint.cli_group, name)
+    raise AttributeError(f"module 'amplint.cli' has no attribute {name!r}")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,4 +1,8 @@
-"""``amplint check``: lint (or fix) the files, report, and choose the exit status."""
+"""``amplint check``: lint (or fix) the files, report, and choose the exit status.
+
+Free of click: the usual command line reaches ``check_entry`` through ``cli_fastparse``; click's
+``check`` command (``cli_group``) calls the same function.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +10,7 @@ import os
 import sys
 from pathlib import Path
 
-import click
-
-from amplint.cli_common import EXIT_ERROR, EXIT_FINDINGS, EXIT_INTERRUPTED, EXIT_OK, Failure, _error, _plural, _warning
-from amplint.cli_options import CONTEXT_SETTINGS, check_options
+from amplint.cli_common import EXIT_ERROR, EXIT_FINDINGS, EXIT_INTERRUPTED, EXIT_OK, Failure, _error, _plural, _warning, echo
 from amplint.cli_run import _run_files, _run_stdin, _show_fixes, _summary, _verbose, find_files
 from amplint.cli_settings import extension_map, settings_and_config, show_settings
 
@@ -17,18 +18,16 @@ from amplint.cli_settings import extension_map, settings_and_config, show_settin
 EDIT_FORMATS = frozenset({"json", "json-lines", "rdjson"})
 
 
-@click.command("check", context_settings=CONTEXT_SETTINGS, short_help="Lint files and directories (the default command).")
-@check_options
-def check_command(paths, **options) -> None:
-    """Lint PATHS (files or directories; default `.`; `-` reads stdin)."""
+def check_entry(paths: list[str], options: dict) -> None:
+    """Run ``amplint check`` with parsed ``options`` and exit with its status."""
     try:
         if options["watch"]:
             from amplint.cli_watch import watch
 
-            _check_combinations(options, _uses_stdin(list(paths), options))
-            code = watch(list(paths), options)
+            _check_combinations(options, _uses_stdin(paths, options))
+            code = watch(paths, options)
         else:
-            code = run_check(list(paths), **options)
+            code = run_check(paths, **options)
     except Failure as exc:
         _error(str(exc))
         code = EXIT_ERROR
@@ -84,7 +83,7 @@ def run_check(paths: list[str], **options) -> int:
             show_settings(settings, config, options, found.files, output_format)
         else:
             for path in sorted(found.files, key=lambda p: _display(p)):
-                click.echo(_display(path))
+                echo(_display(path))
         return EXIT_ERROR if found.missing else EXIT_OK
     if options["add_noqa"]:
         return _add_noqa(paths, settings, config, start, options, use_stdin, mode)
@@ -135,9 +134,9 @@ def run_check(paths: list[str], **options) -> int:
     if human and not quiet:
         if fix_only and mode == "fix":
             line = f"Fixed {_plural(fixed, 'error')}." if fixed else "No errors fixed."
-            click.echo(line + (f" {_plural(unchecked, 'file')} could not be checked." if unchecked else ""), err=True)
+            echo(line + (f" {_plural(unchecked, 'file')} could not be checked." if unchecked else ""), err=True)
         else:
-            click.echo(_summary(mode, findings, fixed, changed, unchecked, missing, context), err=True)
+            echo(_summary(mode, findings, fixed, changed, unchecked, missing, context), err=True)
 
     if internal or missing:
         return EXIT_ERROR
@@ -199,5 +198,5 @@ def _add_noqa(paths, settings, config, start, options, use_stdin: bool, mode: st
     for place in outcome.not_placeable:
         _warning(f"{place}: no comment can go at the end of this line (inside a string or a continuation); not suppressed")
     if not options["quiet"]:
-        click.echo(f"Added {_plural(outcome.added, 'noqa directive')}.", err=True)
+        echo(f"Added {_plural(outcome.added, 'noqa directive')}.", err=True)
     return EXIT_ERROR if missing or failed else EXIT_OK

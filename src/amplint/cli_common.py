@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-import click
+import sys
+
+
+def echo(message: str, err: bool = False) -> None:
+    """One line to stdout (or stderr), flushed: what click.echo does for text, without importing click."""
+    stream = sys.stderr if err else sys.stdout
+    stream.write(f"{message}\n")
+    stream.flush()
 
 
 def _one_line(message: str) -> str:
@@ -13,11 +20,11 @@ def _one_line(message: str) -> str:
 
 
 def _error(message: str) -> None:
-    click.echo(f"amplint: error: {_one_line(message)}", err=True)
+    echo(f"amplint: error: {_one_line(message)}", err=True)
 
 
 def _warning(message: str) -> None:
-    click.echo(f"amplint: warning: {_one_line(message)}", err=True)
+    echo(f"amplint: warning: {_one_line(message)}", err=True)
 
 
 class Failure(Exception):

@@ -7,9 +7,8 @@ import sys
 import time
 from pathlib import Path
 
-import click
 
-from amplint.cli_common import Failure, _error, _one_line, _plural, _warning
+from amplint.cli_common import Failure, _error, _one_line, _plural, _warning, echo
 
 
 def _display(path: Path) -> str:
@@ -69,17 +68,17 @@ def _show_fixes(changed, settings, mode: str) -> None:
     from amplint.report import rule_name
 
     if not changed:
-        click.echo("No errors fixed." if mode == "fix" else "No errors would be fixed.", err=True)
+        echo("No errors fixed." if mode == "fix" else "No errors would be fixed.", err=True)
         return
-    click.echo("Fixed:" if mode == "fix" else "Would fix:", err=True)
+    echo("Fixed:" if mode == "fix" else "Would fix:", err=True)
     for result in changed:
         before = Counter(f.code for f in lint_text(result.original_source or "", result.filename, settings).findings)
         after = Counter(f.code for f in result.findings)
-        click.echo(f"- {_one_line(result.filename)}:", err=True)
+        echo(f"- {_one_line(result.filename)}:", err=True)
         for code in sorted(before):
             count = before[code] - after.get(code, 0)
             if count > 0:
-                click.echo(f"    {count} × {code} ({rule_name(code)})", err=True)
+                echo(f"    {count} × {code} ({rule_name(code)})", err=True)
 
 
 def find_files(paths, config, options, report: bool = False, quiet: bool = True):
@@ -118,7 +117,7 @@ def language_of(filename: str, extensions: dict[str, str]) -> str:
 
 
 def _verbose(message: str) -> None:
-    click.echo(f"amplint: verbose: {_one_line(message)}", err=True)
+    echo(f"amplint: verbose: {_one_line(message)}", err=True)
 
 
 def _run_files(paths, settings, config, start, mode, options, quiet, edits):

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import click
 
-from amplint.cli_common import Failure
+from amplint.cli_common import Failure, echo
 
 
 def _split(values: tuple[str, ...]) -> tuple[str, ...]:
@@ -123,9 +122,9 @@ def show_settings(settings, config, options, files, output_format: str) -> None:
         ("prefilter", settings.prefilter),
     ]
     enabled = sorted(settings.enabled_codes(str(first) if first is not None else None))
-    click.echo(f"Resolved settings for: {name if name is not None else '(no file found)'}")
-    click.echo(f"Settings path: {config.path if config.path is not None else '(none: defaults)'}")
-    click.echo(f"Project root: {config.root.resolve()}")
-    click.echo(f"Enabled rules: {', '.join(enabled) if enabled else '(none)'}")
+    echo(f"Resolved settings for: {name if name is not None else '(no file found)'}")
+    echo(f"Settings path: {config.path if config.path is not None else '(none: defaults)'}")
+    echo(f"Project root: {config.root.resolve()}")
+    echo(f"Enabled rules: {', '.join(enabled) if enabled else '(none)'}")
     for key, value in rows:
-        click.echo(f"{key} = {json.dumps(value)}")
+        echo(f"{key} = {json.dumps(value)}")
