@@ -12,6 +12,7 @@ It knows nothing about torch. :class:`SemanticModel` runs the one walk
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from functools import cached_property
 
 import libcst as cst
@@ -23,6 +24,9 @@ from amplint.semantic.collector import Collector
 from amplint.semantic.flow import FlowQueries
 from amplint.semantic.identity import IdentityQueries
 from amplint.semantic.records import Assignment, CallSite, Context, Reference, Scope
+
+# Entry numbers of records' nodes in ascending order, and each one's position in the record list.
+_EntryIndex = tuple[list[int], list[int]]
 
 
 class SemanticModel(BindingQueries, IdentityQueries, FlowQueries, CallGraph):
@@ -64,11 +68,43 @@ class SemanticModel(BindingQueries, IdentityQueries, FlowQueries, CallGraph):
 
     def calls_within(self, node: cst.CSTNode) -> list[CallSite]:
         """Call sites inside ``node`` (itself excluded), in source order."""
-        return [s for s in self.calls if s.node is not node and self.within(s.node, node)]
+        return [s for s in self._inside(node, self.calls, self._calls_by_entry) if s.node is not node]
 
     def references_within(self, node: cst.CSTNode) -> list[Reference]:
         """Dotted-name references inside ``node``."""
-        return [r for r in self.references if self.within(r.node, node)]
+        return self._inside(node, self.references, self._references_by_entry)
+
+    @cached_property
+    def _calls_by_entry(self) -> _EntryIndex | None:
+        return self._entry_index(self.calls)
+
+    @cached_property
+    def _references_by_entry(self) -> _EntryIndex | None:
+        return self._entry_index(self.references)
+
+    def _entry_index(self, records: list) -> _EntryIndex | None:
+        """``records`` (with a ``node``) ordered by when the walk entered their node, for range lookups."""
+        keyed = []
+        for order, record in enumerate(records):
+            span = self.spans.get(record.node)
+            if span is None:
+                return None
+            keyed.append((span[0], order))
+        keyed.sort()
+        return [entry for entry, _ in keyed], [order for _, order in keyed]
+
+    def _inside(self, node: cst.CSTNode, records: list, index: _EntryIndex | None) -> list:
+        """The members of ``records`` whose node lies inside ``node``, in their original order.
+
+        A node the walk entered while inside ``node`` is a descendant of it: with the records
+        ordered by entry, those are one slice (a file-wide scan per question was quadratic).
+        """
+        span = self.spans.get(node)
+        if index is None or span is None:
+            return [record for record in records if self.within(record.node, node)]
+        entries, orders = index
+        first, last = bisect_left(entries, span[0]), bisect_right(entries, span[1])
+        return [records[order] for order in sorted(orders[first:last]) if self.spans[records[order].node][1] <= span[1]]
 
     @cached_property
     def calls_by_stmt(self) -> dict[cst.CSTNode, list[CallSite]]:
