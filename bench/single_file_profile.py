@@ -17,8 +17,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 DEFAULT = "transformers-5.24.0/transformers/models/nemotron/modeling_nemotron.py"
-# What a run whose files all fail the prefilter imports (click included).
-LIGHT = "import amplint.cli, amplint.engine, amplint.discovery, amplint.config, amplint.report"
+# What a run whose files all fail the prefilter imports (no click: cli_fastparse reads its arguments).
+LIGHT = "from amplint.cli import _import_check_modules; _import_check_modules()"
+PARSING = "from amplint.parsing_modules import import_parsing_modules; import_parsing_modules()"
+# The same imports with every dataclass method compiled from source (no table of compiled code).
+TABLE = "import amplint.dataclass_code"
+NO_TABLE = "import amplint.dataclass_code as d; d.table_path = lambda phase: None"
 REPEAT = 5
 
 
@@ -79,13 +83,14 @@ def main() -> None:
     findings = lint_text(text, str(path), settings, edits=False).findings
     rows = [
         ("interpreter start-up", _process_seconds([sys.executable, "-c", "pass"])),
-        ("import click", _import_seconds("import click")),
-        ("import what a clean run needs (no libcst)", _import_seconds(LIGHT, after="import click")),
+        ("import dataclasses (inspect, re, ...)", _import_seconds(TABLE)),
+        ("import the rest of what a clean run needs", _import_seconds(LIGHT, after=TABLE)),
+        ("  the same, dataclass code compiled from source", _import_seconds(LIGHT, after=NO_TABLE)),
         ("read the rule catalog (ast, no rule module)", _median(_read_package.__wrapped__)),
-        ("import libcst", _import_seconds("import libcst", after=LIGHT)),
-        ("import the facts layer + positions", _import_seconds("import amplint.amp, amplint.positions", after=f"{LIGHT}; import libcst")),
+        ("import libcst, facts, positions, fixes", _import_seconds(PARSING, after=f"{TABLE}; {LIGHT}")),
+        ("  the same, dataclass code compiled from source", _import_seconds(PARSING, after=f"{NO_TABLE}; {LIGHT}")),
         (f"import the {len(rules)} of {len(codes)} rules this file can trigger",
-         _import_seconds(rule_modules, after=f"{LIGHT}; import libcst, amplint.amp")),
+         _import_seconds(rule_modules, after=f"{LIGHT}; {PARSING}")),
         ("focus (ast parse, blank definitions)", _median(lambda: focus_source(text, focus_tokens_for(codes)))),
         ("libcst parse of the focused text", _median(lambda: cst.parse_module(focused))),
         ("facts pass", _median(lambda: FileFacts(module, Positions(module), str(path), settings))),

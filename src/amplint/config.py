@@ -13,7 +13,10 @@ import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+
+TYPE_CHECKING = False  # typing itself is not imported: a clean run does not need it
+if TYPE_CHECKING:
+    from typing import Any
 
 CONFIG_FILES = ("amplint.toml", "pyproject.toml")
 

@@ -21,10 +21,10 @@ import dataclasses
 import marshal
 import os
 import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib.util import MAGIC_NUMBER, cache_from_source
 from pathlib import Path
-from typing import Iterator
 
 # Sources from other versions of the imported libraries stop being looked up but stay in the
 # table; past this size a write keeps only what the last run used.

@@ -10,10 +10,10 @@ from __future__ import annotations
 import errno
 import fnmatch
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Sequence
 
 DEFAULT_EXCLUDE = (
     ".bzr",

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Sequence
 
 from amplint import noqa
 from amplint.model import (
@@ -27,6 +27,7 @@ from amplint.sourcefile import (
 
 # libcst (and the positions and fixes built on it) is imported where a file is parsed: a run
 # whose files all fail the prefilter never needs it.
+TYPE_CHECKING = False  # typing itself is not imported: a clean run does not need it
 if TYPE_CHECKING:
     import libcst as cst
 

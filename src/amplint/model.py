@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from enum import Enum
-from typing import Any
+
+TYPE_CHECKING = False  # typing itself is not imported: a clean run does not need it
+if TYPE_CHECKING:
+    from typing import Any
 
 
 SYNTAX_ERROR_CODE = "AMP000"  # reserved: the file is not valid Python (or cannot be linted)

@@ -4,7 +4,7 @@ write in progress finish."""
 from __future__ import annotations
 
 import os
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 
 def default_jobs() -> int:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import importlib
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
 
 from amplint.model import SYNTAX_ERROR_CODE, FileResult, Finding
 

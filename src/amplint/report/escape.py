@@ -13,9 +13,11 @@ a lone surrogate, U+DC80-U+DCFF, which a strict UTF-8 stream refuses to write).
 
 from __future__ import annotations
 
-import json
 import re
-from typing import Any
+
+TYPE_CHECKING = False  # typing itself is not imported: a clean run does not need it
+if TYPE_CHECKING:
+    from typing import Any
 
 # Invisible or controlling characters a terminal or log viewer may act upon: C0 controls
 # (tab aside), DEL, C1 controls (U+009B is a one-character CSI), the Unicode format characters
@@ -85,5 +87,7 @@ def dumps(value: Any, **kwargs: Any) -> str:
     The decoded value is the same; only the bytes change, so a report shown on a terminal or
     in a log cannot drive it, and a file name with undecodable bytes still gives valid UTF-8.
     """
+    import json  # only the machine-readable formats need it, not a run that prints text
+
     text = json.dumps(value, ensure_ascii=False, **kwargs)
     return _UNSAFE_IN_JSON.sub(_json_escape, text)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from types import SimpleNamespace
-from typing import Sequence
 
 from amplint.model import Finding
 from amplint.report import ReportContext

@@ -6,15 +6,18 @@ Subclassing :class:`Rule` registers the rule, so adding a rule never touches the
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, Iterator, Union
 
 from amplint.model import FixSafety, Severity
 from amplint.rules.metadata import documentation_of, python_block_of, section_of, url_of
 
 # libcst and the fix values only for annotations: importing this module (and with it a rule's
 # metadata) must not import libcst.
+TYPE_CHECKING = False  # typing itself is not imported: a clean run does not need it
 if TYPE_CHECKING:
+    from typing import ClassVar, Union
+
     import libcst as cst
 
     from amplint.amp import FileFacts

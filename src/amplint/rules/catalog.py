@@ -21,13 +21,15 @@ import os
 import re
 import warnings
 from functools import lru_cache
-from typing import TYPE_CHECKING, Union
 
 from amplint.model import FixSafety, Severity
 from amplint.rules import base
 from amplint.rules.metadata import RuleInfo
 
+TYPE_CHECKING = False  # typing itself is not imported: a clean run does not need it
 if TYPE_CHECKING:
+    from typing import Union
+
     from amplint.rules.base import Rule
 
     RuleEntry = Union[RuleInfo, type[Rule]]
