@@ -21,8 +21,6 @@ ASKING_TOKENS = (b"scaler", b"Scaler")
 # In both asking tokens: a file without it, nearly every file of a run, is ruled out in one scan.
 _ASKING_CORE = b"caler"
 _TRAINING_STATE = re.compile(r"optim|\bopt\b|ckpt|checkpoint|state_dict|scaler", re.IGNORECASE)
-_NAME = re.compile(r"[A-Za-z_]\w*")
-_CALL_REST = re.compile(r"(?:\.\w+)*\s*\(")  # after a call's head: ``.attr.attr(``
 _HEAD_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
 # How far past a call's opening parenthesis its arguments are looked for.
 _ARGUMENT_REACH = 400
@@ -74,22 +72,41 @@ def names_handed_training_state(text: str, names: set[str]) -> set[str]:
     in reach of its opening parenthesis.
 
     A call's head is the first name of its dotted chain: in ``trainer.utils.save(...)`` only
-    ``trainer`` is a head. Only calls of the asked names have their arguments looked at.
+    ``trainer`` is a head. Calls are found from their parentheses, and only the asked names'
+    calls have their arguments looked at.
     """
     handed: set[str] = set()
     state: _TrainingState | None = None
-    for match in _NAME.finditer(text):
-        name = match.group()
-        start = match.start()
-        if name not in names or name in handed or (start and _is_word(text[start - 1])):
-            continue
-        call = _CALL_REST.match(text, match.end())
-        if call is None or _inside_chain(text, start):
-            continue
-        state = state or _TrainingState(text)
-        if state.within(call.end(), call.end() + _ARGUMENT_REACH):
-            handed.add(name)
+    paren = text.find("(")
+    while paren >= 0:
+        head = _call_head(text, paren)
+        if head is not None and head in names and head not in handed:
+            state = state or _TrainingState(text)
+            if state.within(paren + 1, paren + 1 + _ARGUMENT_REACH):
+                handed.add(head)
+        paren = text.find("(", paren + 1)
     return handed
+
+
+def _call_head(text: str, paren: int) -> str | None:
+    """The head of the dotted chain that ``(`` at ``paren`` calls (spaces may come between):
+    its first part that starts with an ASCII letter or ``_``; a part that starts with a digit or
+    another letter cannot be one."""
+    end = paren
+    while end > 0 and text[end - 1].isspace():
+        end -= 1
+    head = None
+    while True:
+        begin = end
+        while begin > 0 and _is_word(text[begin - 1]):
+            begin -= 1
+        if begin == end:
+            return head  # ``(`` after an operator, or a ``.`` with no part before it
+        if text[begin] in _HEAD_START:
+            head = text[begin:end]
+        if begin == 0 or text[begin - 1] != ".":
+            return head
+        end = begin - 1
 
 
 class _TrainingState:
@@ -139,23 +156,6 @@ class _TrainingState:
                 return True
             index += 1
         return False
-
-
-def _inside_chain(text: str, start: int) -> bool:
-    """The name at ``start`` follows ``head.`` (``head.a.b``): an attribute, not a call's head.
-    A part that starts with a digit or a non-ASCII letter cannot be a head; the chain goes on
-    through it."""
-    dot = start - 1
-    while dot >= 0 and text[dot] == ".":
-        begin = dot
-        while begin > 0 and _is_word(text[begin - 1]):
-            begin -= 1
-        if begin == dot:
-            return False
-        if text[begin] in _HEAD_START:
-            return True
-        dot = begin - 1
-    return False
 
 
 def _is_word(char: str) -> bool:
