@@ -12,8 +12,7 @@ import bisect
 import os
 import re
 import stat
-from typing import TYPE_CHECKING
-
+TYPE_CHECKING = False  # typing itself is not imported: a clean run does not need it
 if TYPE_CHECKING:
     from amplint.project.records import ModuleSummary
 
