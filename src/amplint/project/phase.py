@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+
 TYPE_CHECKING = False  # typing itself is not imported: a clean run does not need it
 if TYPE_CHECKING:
     from amplint.project.records import ModuleSummary
@@ -51,14 +52,16 @@ def with_project_context(job):
     return replace(job, project=context) if context is not None else job
 
 
-# The modules this process summarised (by path and cache), with the text each summary was read
-# from: the files of one package ask about the same few helpers (``utils/auto_docstring.py``).
+# The modules this process summarised (by path and cache), with a hash of the text each summary
+# was read from: the files of one package ask about the same few helpers (``utils/auto_docstring.py``).
 _SUMMARIZED: dict[tuple[str, str | None], tuple[bytes, ModuleSummary | None]] = {}
 _SUMMARIZED_MAX = 256
 
 
 def summarize_path(path: str, cache_dir: str | None = None) -> ModuleSummary | None:
     """The summary of one module file (``None``: unreadable or not Python)."""
+    import hashlib
+
     from amplint.project.records import ModuleSummary
     from amplint.sourcefile import SourceError, decode_source, read_bytes
 
@@ -68,8 +71,9 @@ def summarize_path(path: str, cache_dir: str | None = None) -> ModuleSummary | N
         data = read_bytes(Path(path))
     except SourceError:
         return None
+    content = hashlib.blake2b(data, digest_size=16).digest()
     seen = _SUMMARIZED.get((path, cache_dir))
-    if seen is not None and seen[0] == data:
+    if seen is not None and seen[0] == content:
         return seen[1]
     summary: ModuleSummary | None
     if not any(token in data for token in SUMMARY_TOKENS):
@@ -81,7 +85,7 @@ def summarize_path(path: str, cache_dir: str | None = None) -> ModuleSummary | N
             summary = None
     if len(_SUMMARIZED) >= _SUMMARIZED_MAX:
         _SUMMARIZED.clear()
-    _SUMMARIZED[(path, cache_dir)] = (data, summary)
+    _SUMMARIZED[(path, cache_dir)] = (content, summary)
     return summary
 
 
