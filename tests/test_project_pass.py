@@ -17,7 +17,7 @@ from amplint.engine import Job, lint_text, run_jobs
 from amplint.positions import Positions
 from amplint.project.context import ProjectIndex
 from amplint.project.query import ProjectView
-from amplint.project.phase import summarize_cached, with_project_contexts
+from amplint.project.phase import summarize_cached, with_project_context
 from amplint.project.summarize import summarize_text
 from amplint.selection import may_have_findings
 from amplint.settings import Settings
@@ -31,7 +31,7 @@ def _jobs(root: Path, settings: Settings, cache_dir: str | None = None) -> list[
 
 
 def _facts_with_project(path: Path, settings: Settings) -> FileFacts:
-    (job,) = [j for j in with_project_contexts(_jobs(path.parent, settings), 1) if j.path == str(path)]
+    (job,) = [with_project_context(j) for j in _jobs(path.parent, settings) if j.path == str(path)]
     text = path.read_text()
     module = cst.parse_module(text)
     facts = FileFacts(module, Positions(module), path.name, settings)

@@ -364,10 +364,10 @@ def _write_fixes(path: Path, data: bytes, source: SourceText, result: FileResult
 def run_jobs(jobs: Sequence[Job], workers: int | None = None) -> list[FileResult]:
     """Process files, in parallel when it pays off; results come back in input order."""
     from amplint.pool import run_in_pool
-    from amplint.project.phase import with_project_contexts
+    from amplint.project.phase import lint_with_project
 
-    # Two phases: every module's summary first, then each file linted with what its imports reach.
-    return run_in_pool(process_file, with_project_contexts(jobs, workers), workers)
+    # A file that asks about the modules it imports is given their summaries where it is linted.
+    return run_in_pool(lint_with_project, jobs, workers)
 
 
 def default_jobs() -> int:

@@ -1,6 +1,6 @@
-"""The second phase: each linted file's imports joined to the summaries of the modules they name.
+"""One file's imports joined to the summaries of the modules they name.
 
-A :class:`ProjectIndex` holds every summarised module of a run by normalised path. For one file,
+A :class:`ProjectIndex` holds the summarised modules by normalised path. For one file,
 :meth:`ProjectIndex.context_for` resolves its same-project imports (:mod:`amplint.project.resolve`)
 and keeps only what they reach, as a :class:`ProjectContext`: small enough to send to a worker
 with the file, and with a digest that goes into the file's cache key, so that an edit to
@@ -48,16 +48,13 @@ class ProjectContext:
 
 
 class ProjectIndex:
-    """The summaries of a run's modules; ``load`` summarises a module file found only on disk
-    (a helper beside a file named on the command line), or returns ``None``."""
+    """The summaries of the modules one file's imports name, read as they are resolved: ``load``
+    summarises a module file, or returns ``None``."""
 
     def __init__(self, root: str | Path, load: Callable[[str], ModuleSummary | None] | None = None) -> None:
         self.root = Path(normalized(root))
         self.summaries: dict[str, ModuleSummary | None] = {}
         self._load = load
-
-    def add(self, path: str, summary: ModuleSummary | None) -> None:
-        self.summaries[normalized(path)] = summary
 
     def summary(self, path: Path) -> ModuleSummary | None:
         key = normalized(path)
@@ -70,19 +67,6 @@ class ProjectIndex:
         """The module's path relative to the importing file's folder (``utils.py``,
         ``../common/io.py``): what messages show, the same from any working directory."""
         return Path(os.path.relpath(path, importer.parent)).as_posix()
-
-    def imported_files(self, path: str, own: ModuleSummary | None) -> list[str]:
-        """The existing module files ``path``'s imports may name and the index does not hold yet."""
-        if own is None:
-            return []
-        importer = Path(normalized(path))
-        out: list[str] = []
-        for imported in own.imports:
-            for module_file, _ in candidates(importer, imported, self.root):
-                key = normalized(module_file)
-                if key != str(importer) and key not in self.summaries and key not in out and Path(key).is_file():
-                    out.append(key)
-        return out
 
     def context_for(self, path: str, own: ModuleSummary | None) -> ProjectContext | None:
         """What ``path``'s imports reach in this index; ``None`` when they reach nothing."""

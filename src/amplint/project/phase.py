@@ -1,22 +1,22 @@
-"""The project pass of a run over files: summarise every module (in the worker pool, cached by
-content), then join each linted file's imports to those summaries before it is linted.
+"""The project pass of a run over files: a file that asks about other modules is given what its
+imports reach, summarised from those modules, before it is linted.
 
-A file is summarised when the prefilter lets it through or when it holds any text a summary can
-record (``torch.save``, ``load_state_dict``, ``.step(``...): a ``utils.py`` that saves the model
-and optimizer but mentions no scaler is skipped by the prefilter, yet ``train.py``, which imports
-it, needs its summary. A helper that is not among the linted files (``amplint check train.py``)
-is read from disk when an import names it.
+Only a file that holds a GradScaler asks (AMP006's checkpoint helpers), and only about the
+imports it calls with training state; the modules those imports name are summarised (cached by
+content) when that file is linted, in the worker that lints it. Every other file is linted with
+no project context and costs the pass one byte test. A module is summarised when it holds any
+text a summary can record (``torch.save``, ``load_state_dict``, ``.step(``...), else only its
+``def``/``class`` names are read: a ``utils.py`` that saves the model and optimizer but mentions
+no scaler is skipped by the prefilter, yet ``train.py``, which imports it, needs its summary. A
+helper that is not among the linted files (``amplint check train.py``) is read from disk too.
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Sequence
 
-from typing import TYPE_CHECKING
-
+TYPE_CHECKING = False  # typing itself is not imported: a clean run does not need it
 if TYPE_CHECKING:
     from amplint.project.records import ModuleSummary
 
@@ -27,38 +27,66 @@ SUMMARY_TOKENS = (
 )
 
 
-# Only a file that holds a GradScaler asks about other modules (AMP006's checkpoint helpers):
-# another file's imports are not followed, so linting one model file does not read its library.
-ASKING_TOKENS = (b"scaler", b"Scaler")
-_CALL = re.compile(r"\b([A-Za-z_]\w*)(?:\.\w+)*\s*\(")
-_TRAINING_STATE = re.compile(r"optim|\bopt\b|ckpt|checkpoint|state_dict|scaler", re.IGNORECASE)
+def lint_with_project(job):
+    """Lint one file (an engine ``Job``) with what its imports reach; runs in a worker."""
+    from amplint.engine import process_file
+
+    return process_file(with_project_context(job))
 
 
-@dataclass(frozen=True)
-class SummaryJob:
-    path: str
-    cache_dir: str | None = None
+def with_project_context(job):
+    """``job`` given the :class:`~amplint.project.context.ProjectContext` its asked imports
+    reach; ``job`` itself when it asks nothing or they reach nothing."""
+    if not job.settings.project_analysis or not job.path.endswith(".py"):
+        return job
+    from amplint.project.asking import asked_imports
+
+    imports = asked_imports(job)
+    if imports is None:
+        return job
+    from amplint.project.context import ProjectIndex
+
+    # Summarised as the imports are resolved: a module no asked import names is never read.
+    index = ProjectIndex(job.settings.root, load=lambda path: summarize_path(path, job.cache_dir))
+    context = index.context_for(job.path, imports)
+    return replace(job, project=context) if context is not None else job
 
 
-def summarize_path(job: SummaryJob) -> ModuleSummary | None:
-    """The summary of one module file (``None``: unreadable or not Python); runs in a worker."""
+# The modules this process summarised (by path and cache), with a hash of the text each summary
+# was read from: the files of one package ask about the same few helpers (``utils/auto_docstring.py``).
+_SUMMARIZED: dict[tuple[str, str | None], tuple[bytes, ModuleSummary | None]] = {}
+_SUMMARIZED_MAX = 256
+
+
+def summarize_path(path: str, cache_dir: str | None = None) -> ModuleSummary | None:
+    """The summary of one module file (``None``: unreadable or not Python)."""
+    import hashlib
+
     from amplint.project.records import ModuleSummary
     from amplint.sourcefile import SourceError, decode_source, read_bytes
 
-    path = Path(job.path)
-    if path.suffix != ".py":
+    if Path(path).suffix != ".py":
         return None
     try:
-        data = read_bytes(path)
+        data = read_bytes(Path(path))
     except SourceError:
         return None
+    content = hashlib.blake2b(data, digest_size=16).digest()
+    seen = _SUMMARIZED.get((path, cache_dir))
+    if seen is not None and seen[0] == content:
+        return seen[1]
+    summary: ModuleSummary | None
     if not any(token in data for token in SUMMARY_TOKENS):
-        return ModuleSummary(defined=_defined_names(data))
-    try:
-        text = decode_source(data, job.path).text
-    except SourceError:
-        return None
-    return summarize_cached(text, job.cache_dir)
+        summary = ModuleSummary(defined=_defined_names(data))
+    else:
+        try:
+            summary = summarize_cached(decode_source(data, path).text, cache_dir)
+        except SourceError:
+            summary = None
+    if len(_SUMMARIZED) >= _SUMMARIZED_MAX:
+        _SUMMARIZED.clear()
+    _SUMMARIZED[(path, cache_dir)] = (content, summary)
+    return summary
 
 
 def summarize_cached(text: str, cache_dir: str | None) -> ModuleSummary:
@@ -76,76 +104,6 @@ def summarize_cached(text: str, cache_dir: str | None) -> ModuleSummary:
     if cache is not None:
         cache.put_summary(text, summary)
     return summary
-
-
-def with_project_contexts(jobs: Sequence, workers: int | None) -> list:
-    """``jobs`` (engine ``Job``s), each given the :class:`ProjectContext` its imports reach.
-
-    Only the files the prefilter lets through can report anything, so only their imports are
-    followed: their import statements are read from the text (the lint parses them whole
-    later), then the modules they name are summarised in the worker pool.
-    """
-    from amplint.pool import run_in_pool
-
-    imports = {}
-    for job in jobs:
-        if job.settings.project_analysis and job.path.endswith(".py"):
-            found = _imports_if_linted(job)
-            if found is not None:
-                imports[job.path] = found
-    if not imports:
-        return list(jobs)
-    from amplint.project.context import ProjectIndex
-
-    cache_dir = next(job.cache_dir for job in jobs if job.path in imports)
-    indexes: dict[str, ProjectIndex] = {}
-    for job in jobs:
-        if job.path in imports and job.settings.root not in indexes:
-            indexes[job.settings.root] = ProjectIndex(job.settings.root, load=lambda path: summarize_path(SummaryJob(path, cache_dir)))
-    wanted: list[tuple[str, str]] = []
-    for job in jobs:
-        if job.path in imports:
-            index = indexes[job.settings.root]
-            wanted.extend((job.settings.root, module) for module in index.imported_files(job.path, imports[job.path]))
-    wanted = sorted(set(wanted))
-    helpers = run_in_pool(summarize_path, [SummaryJob(module, cache_dir) for _, module in wanted], workers, parses=False)
-    for (root, module), summary in zip(wanted, helpers):
-        indexes[root].add(module, summary)
-    out = []
-    for job in jobs:
-        context = indexes[job.settings.root].context_for(job.path, imports[job.path]) if job.path in imports else None
-        out.append(replace(job, project=context) if context is not None else job)
-    return out
-
-
-def _imports_if_linted(job) -> ModuleSummary | None:
-    """The imports of a file the prefilter lets through (as an import-only summary), else ``None``."""
-    from amplint.selection import may_have_findings
-    from amplint.sourcefile import SourceError, decode_source, read_bytes
-
-    try:
-        data = read_bytes(Path(job.path))
-        if not any(t in data for t in ASKING_TOKENS) or not may_have_findings(data, job.settings, job.display or job.path):
-            return None
-        text = decode_source(data, job.path).text
-    except SourceError:
-        return None
-    from amplint.project.records import ModuleSummary
-    from amplint.project.summarize import scan_imports
-
-    handed = _names_handed_training_state(text)
-    found = tuple(name for name in scan_imports(text) if name.local in handed)
-    return ModuleSummary(imports=found) if found else None
-
-
-def _names_handed_training_state(text: str) -> set[str]:
-    """Names called (``name(...)``, ``name.attr(...)``) with what looks like training state near
-    the opening parenthesis (``save_checkpoint(model, optimizer, ...)``, ``utils.resume(ckpt, ...)``):
-    only such imports are followed; a model file's dozens of library imports are not."""
-    return {
-        match.group(1) for match in _CALL.finditer(text)
-        if _TRAINING_STATE.search(text, match.end(), match.end() + 400)
-    }
 
 
 def _defined_names(data: bytes) -> tuple[str, ...]:

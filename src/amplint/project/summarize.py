@@ -77,6 +77,27 @@ def summarize_tree(tree: ast.Module) -> ModuleSummary:
     return ModuleSummary(tuple(functions), tuple(_imports(tree)), tuple(scaler_classes), tuple(defined))
 
 
+# Nodes that never hold a call: not queued by :func:`calls_in`, which leaves the order of the rest as it is.
+_LEAVES = (ast.Name, ast.Constant, ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop, ast.alias)
+
+
+def calls_in(node: ast.AST) -> list[ast.Call]:
+    """Every call under ``node`` in ``ast.walk``'s order (breadth first), without visiting the
+    leaves: a module's summary walks all of it, and so does every linted file's own summary."""
+    calls: list[ast.Call] = []
+    queue = [node]
+    for current in queue:  # grows while it is read
+        if isinstance(current, ast.Call):
+            calls.append(current)
+        for field in current._fields:
+            value = getattr(current, field, None)
+            if isinstance(value, list):
+                queue.extend(item for item in value if isinstance(item, ast.AST) and not isinstance(item, _LEAVES))
+            elif isinstance(value, ast.AST) and not isinstance(value, _LEAVES):
+                queue.append(value)
+    return calls
+
+
 _IMPORT_START = re.compile(r"^([ \t]*)(?:from[ \t]+[\w.]+[ \t]+import\b|import[ \t]+\w)", re.MULTILINE)
 _BLOCK_OPENERS = ("try", "except", "else", "if ", "elif ", "finally")
 
@@ -153,7 +174,7 @@ class _FunctionReader:
             a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None
         )
         self.all_params = set(self.params) | set(self.keyword_only)
-        self.calls = [n for n in ast.walk(node) if isinstance(n, ast.Call)]
+        self.calls = calls_in(node)
         self.flags: dict[str, bool] = {}
         self.saved_params: set[str] = set()
         self.saved_whole: set[str] = set()
