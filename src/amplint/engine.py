@@ -116,11 +116,19 @@ def _lint_once(
 
             parsed_text = focus_source(text, tokens, view.tree) or text
     result.parsed_text = parsed_text
-    from amplint.project.summarize import summarize_tree
+    # The file's own summary comes from the whole text, helpers in blanked-out definitions
+    # included. The project is asked about in practice only by files that hold a GradScaler:
+    # theirs is read from the ast at hand, before it is released; any other file's is parsed
+    # again only if a rule asks.
+    own_summary = None
+    if view.tree is not None:
+        from amplint.project.asking import ASKING_TOKENS
+        from amplint.project.summarize import summarize_text, summarize_tree
 
-    # The file's own summary comes from the whole text's ast, before it is released: helpers in
-    # blanked-out definitions still count.
-    own_summary = summarize_tree(view.tree) if view.tree is not None else None
+        if any(token.decode() in text for token in ASKING_TOKENS):
+            own_summary = summarize_tree(view.tree)
+        else:
+            own_summary = lambda: summarize_text(text)  # noqa: E731
     # The ast of a large file is a hundred thousand live objects: kept during the libcst parse,
     # every garbage collection of the parse's allocations would walk them again.
     del view

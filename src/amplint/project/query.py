@@ -14,7 +14,9 @@ Typical questions::
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 
 from amplint.project.context import ProjectContext
 from amplint.project.records import FunctionSummary, ModuleSummary
@@ -37,10 +39,14 @@ class Callee:
 
 
 class ProjectView:
-    def __init__(self, facts, own: ModuleSummary, context: ProjectContext | None = None) -> None:
+    def __init__(self, facts, own: ModuleSummary | Callable[[], ModuleSummary], context: ProjectContext | None = None) -> None:
         self.facts = facts
-        self.own = own
+        self._own = own  # the file's own summary, or how to make it when first asked
         self.context = context
+
+    @cached_property
+    def own(self) -> ModuleSummary:
+        return self._own if isinstance(self._own, ModuleSummary) else self._own()
 
     def callee(self, site) -> Callee | None:
         """The function ``site`` (a :class:`~amplint.semantic.records.CallSite`) calls, when the
