@@ -120,6 +120,22 @@ def _verbose(message: str) -> None:
     echo(f"amplint: verbose: {_one_line(message)}", err=True)
 
 
+class AbsolutePaths(dict):
+    """Displayed name -> absolute path, resolved when first looked up: only the files with a
+    finding are ever looked up, and resolving every file of a large run costs a stat per
+    folder level of each."""
+
+    def __getitem__(self, name: str) -> str:
+        value = super().__getitem__(name)
+        if isinstance(value, Path):
+            value = str(value.resolve())
+            self[name] = value
+        return value
+
+    def get(self, name: str, default=None):
+        return self[name] if name in self else default
+
+
 def _run_files(paths, settings, config, start, mode, options, quiet, edits):
     from amplint.cli_settings import extension_map
     from amplint.engine import Job, default_jobs, run_jobs
@@ -148,15 +164,15 @@ def _run_files(paths, settings, config, start, mode, options, quiet, edits):
             cache = None  # an unwritable cache folder only costs speed
 
     jobs = []
-    paths_map = {}
+    paths_map = AbsolutePaths()
     # realpath, not resolve(): a symlink loop among the names must not raise.
     named = {os.path.realpath(given) for given in paths if not Path(given).is_dir()}
     for path in found.files:
         display = _display(path)
-        paths_map[display] = str(path.resolve())
+        paths_map[display] = path
         jobs.append(
             Job(str(path), settings, mode=mode, unsafe=options["unsafe_fixes"], display=display, cache_dir=cache_dir,
-                edits=edits, explicit=os.path.realpath(path) in named,
+                edits=edits, explicit=bool(named) and os.path.realpath(path) in named,
                 notebook=language_of(path.name, extensions) == "ipynb")
         )
     workers = options["jobs"] or default_jobs()

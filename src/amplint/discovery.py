@@ -79,12 +79,17 @@ class Excluder:
         # Compiled on first use: linting files named on the command line never needs them.
         return IgnoreFile.from_lines(self.root, self._patterns)
 
+    @cached_property
+    def _root_prefix(self) -> str:
+        return os.path.join(str(self.root), "")
+
     def excluded(self, path: Path, is_dir: bool) -> bool:
         if not self.ignore.patterns:
             return False
-        try:
-            rel = path.relative_to(self.root).as_posix()
-        except ValueError:
+        text = str(path)
+        if text.startswith(self._root_prefix):  # as path.relative_to(root), without pathlib's parsing
+            rel = text[len(self._root_prefix):].replace(os.sep, "/")
+        else:
             rel = path.name  # outside the root: only name patterns can apply
         if self.ignore.match(rel, is_dir):
             return True
