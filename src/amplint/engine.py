@@ -284,13 +284,15 @@ def skipped_result(data: bytes, filename: str, explicit: bool) -> FileResult:
     return result
 
 
-def process_file(job: Job) -> FileResult:
+def process_file(job: Job, data: bytes | None = None) -> FileResult:
+    """Lint (or fix) one file; ``data``: its bytes, when the caller has read them already."""
     filename = job.display or job.path
     path = Path(job.path)
-    try:
-        data = read_bytes(path)
-    except SourceError as exc:
-        return FileResult(filename=filename, errors=[FileError(filename, str(exc).replace(str(path), filename, 1))])
+    if data is None:
+        try:
+            data = read_bytes(path)
+        except SourceError as exc:
+            return FileResult(filename=filename, errors=[FileError(filename, str(exc).replace(str(path), filename, 1))])
     if job.notebook if job.notebook is not None else path.suffix == ".ipynb":
         return _process_notebook(job, path, data, filename)
     if not data.isascii() or may_have_findings(data, job.settings, filename):

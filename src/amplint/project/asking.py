@@ -29,13 +29,15 @@ def may_ask(data: bytes) -> bool:
     return _ASKING_CORE in data and any(token in data for token in ASKING_TOKENS)
 
 
-def asked_imports(job) -> ModuleSummary | None:
+def asked_imports(job, data: bytes | None = None) -> ModuleSummary | None:
     """The imports a file asks about (as an import-only summary), or ``None`` when it asks about
-    none: it holds no scaler, the prefilter skips it, or no import is called with training state."""
+    none: it holds no scaler, the prefilter skips it, or no import is called with training state.
+    ``data``: the file's bytes, when already read."""
     from amplint.selection import may_have_findings
     from amplint.sourcefile import SourceError, decode_source
 
-    data = _read_regular_file(job.path)
+    if data is None:
+        data = _read_regular_file(job.path)
     if data is None or not may_ask(data) or not may_have_findings(data, job.settings, job.display or job.path):
         return None
     try:

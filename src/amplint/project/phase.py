@@ -30,18 +30,25 @@ SUMMARY_TOKENS = (
 def lint_with_project(job):
     """Lint one file (an engine ``Job``) with what its imports reach; runs in a worker."""
     from amplint.engine import process_file
+    from amplint.sourcefile import SourceError, read_bytes
 
-    return process_file(with_project_context(job))
+    try:
+        data = read_bytes(Path(job.path))
+    except SourceError:
+        return process_file(job)  # which reports why the file cannot be read
+    # Read once: the question whether the file asks and its lint share the bytes.
+    return process_file(with_project_context(job, data), data)
 
 
-def with_project_context(job):
+def with_project_context(job, data: bytes | None = None):
     """``job`` given the :class:`~amplint.project.context.ProjectContext` its asked imports
-    reach; ``job`` itself when it asks nothing or they reach nothing."""
+    reach; ``job`` itself when it asks nothing or they reach nothing. ``data``: the file's bytes,
+    when already read."""
     if not job.settings.project_analysis or not job.path.endswith(".py"):
         return job
     from amplint.project.asking import asked_imports
 
-    imports = asked_imports(job)
+    imports = asked_imports(job, data)
     if imports is None:
         return job
     from amplint.project.context import ProjectIndex
