@@ -126,7 +126,7 @@ def _lint_once(
         from amplint.project.summarize import summarize_text, summarize_tree
 
         if any(token.decode() in text for token in ASKING_TOKENS):
-            own_summary = summarize_tree(view.tree)
+            own_summary = summarize_tree(view.tree, text)
         else:
             own_summary = lambda: summarize_text(text)  # noqa: E731
     # The ast of a large file is a hundred thousand live objects: kept during the libcst parse,

@@ -56,21 +56,31 @@ def parse(text: str) -> ast.Module | None:
 
 def summarize_text(text: str) -> ModuleSummary:
     tree = parse(text)
-    return summarize_tree(tree) if tree is not None else ModuleSummary()
+    return summarize_tree(tree, text) if tree is not None else ModuleSummary()
 
 
-def summarize_tree(tree: ast.Module) -> ModuleSummary:
+# Words without which a function's body cannot change its summary (lowercase; every call the
+# summary reads is named by one: scale/unscale_/GradScaler, clip_grad*, backward, step, update of
+# a scaler, half/bfloat16/float16 casts, load_state_dict, save, dicts with an optim key).
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")  # what ends a line for ast (str.splitlines also splits on \f...)
+_EFFECT_WORDS = ("scale", "clip_grad", "backward", "step", "half", "float16", "load_state_dict", "save", "optim")
+
+
+def summarize_tree(tree: ast.Module, text: str | None = None) -> ModuleSummary:
+    """The summary of a parsed module; with ``text`` (its source), a function whose source holds
+    none of the effect words is read from its signature alone, with the same result."""
+    lines = _LINE_BREAK.split(text) if text is not None else None
     functions: list[FunctionSummary] = []
     scaler_classes: list[str] = []
     defined: list[str] = []
     for statement in tree.body:
         if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)):
             defined.append(statement.name)
-            functions.append(_FunctionReader(statement, statement.name).summary())
+            functions.append(_summarize_function(statement, statement.name, lines))
         elif isinstance(statement, ast.ClassDef):
             defined.append(statement.name)
             methods = [m for m in statement.body if isinstance(m, (ast.FunctionDef, ast.AsyncFunctionDef))]
-            summaries = [_FunctionReader(m, f"{statement.name}.{m.name}").summary() for m in methods]
+            summaries = [_summarize_function(m, f"{statement.name}.{m.name}", lines) for m in methods]
             functions.extend(summaries)
             if any(s.constructs_scaler for s in summaries):
                 scaler_classes.append(statement.name)
@@ -161,8 +171,17 @@ def _imports(tree: ast.Module) -> list[ImportedName]:
     return out
 
 
+def _summarize_function(node: ast.FunctionDef | ast.AsyncFunctionDef, name: str, lines: list[str] | None) -> FunctionSummary:
+    if lines is not None:
+        source = "\n".join(lines[node.lineno - 1:node.end_lineno or node.lineno])
+        # Non-ASCII source may spell an identifier in a form ast normalises (NFKC): read it all.
+        if source.isascii() and not any(word in source.lower() for word in _EFFECT_WORDS):
+            return _FunctionReader(node, name, read_body=False).summary()
+    return _FunctionReader(node, name).summary()
+
+
 class _FunctionReader:
-    def __init__(self, node: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> None:
+    def __init__(self, node: ast.FunctionDef | ast.AsyncFunctionDef, name: str, read_body: bool = True) -> None:
         self.node = node
         self.name = name
         args = node.args
@@ -174,7 +193,7 @@ class _FunctionReader:
             a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None
         )
         self.all_params = set(self.params) | set(self.keyword_only)
-        self.calls = calls_in(node)
+        self.calls = calls_in(node) if read_body else []
         self.flags: dict[str, bool] = {}
         self.saved_params: set[str] = set()
         self.saved_whole: set[str] = set()
