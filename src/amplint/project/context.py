@@ -9,12 +9,10 @@ with the file, and with a digest that goes into the file's cache key, so that an
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from amplint.project.records import ModuleSummary
 from amplint.project.resolve import candidates, normalized
@@ -40,6 +38,9 @@ class ProjectContext:
 
     def digest(self) -> str:
         """Changes whenever anything a rule may learn from the other modules changes."""
+        import hashlib  # OpenSSL: only a cached run with a project context needs it
+        import json
+
         payload = json.dumps(
             [[(t.local, t.module, t.attribute) for t in self.targets], [(k, s.to_dict()) for k, s in self.modules]],
             sort_keys=True, default=list,
