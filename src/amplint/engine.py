@@ -117,15 +117,15 @@ def _lint_once(
             parsed_text = focus_source(text, tokens, view.tree) or text
     result.parsed_text = parsed_text
     # The file's own summary comes from the whole text, helpers in blanked-out definitions
-    # included. The project is asked about in practice only by files that hold a GradScaler:
-    # theirs is read from the ast at hand, before it is released; any other file's is parsed
-    # again only if a rule asks.
+    # included. The project is asked about in practice only by files that hold a GradScaler (or,
+    # without the prefilter, by any file: every rule runs): theirs is read from the ast at hand,
+    # before it is released; any other file's is parsed again only if a rule asks.
     own_summary = None
     if view.tree is not None:
         from amplint.project.asking import ASKING_TOKENS
         from amplint.project.summarize import summarize_text, summarize_tree
 
-        if any(token.decode() in text for token in ASKING_TOKENS):
+        if not settings.prefilter or any(token.decode() in text for token in ASKING_TOKENS):
             own_summary = summarize_tree(view.tree, text)
         else:
             own_summary = lambda: summarize_text(text)  # noqa: E731
