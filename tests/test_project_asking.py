@@ -154,3 +154,16 @@ def test_calls_are_found_in_the_order_of_a_breadth_first_walk():
     tree = ast.parse(source)
     for node in (tree, *tree.body):
         assert calls_in(node) == [n for n in ast.walk(node) if isinstance(n, ast.Call)]
+
+
+def test_imports_are_found_in_a_file_with_windows_line_endings():
+    from amplint.project.imports import scan_imports
+
+    # Fifty short lines first: each \r\n counted as one character would shift the later rows.
+    text = "a = 1\r\n" * 50 + (
+        "try:\r\n    from utils import save_checkpoint\r\nexcept ImportError:\r\n    pass\r\n"
+        "from .helpers import (\r\n    resume,\r\n)\r\nimport torch\r\ndef f():\r\n    import os\r\n"
+    )
+    found = {(name.local, name.module) for name in scan_imports(text)}
+    assert found == {("torch", "torch"), ("save_checkpoint", "utils"), ("resume", "helpers")}
+    assert scan_imports(text) == scan_imports(text.replace("\r\n", "\n"))

@@ -7,7 +7,6 @@ import sys
 import time
 from pathlib import Path
 
-
 from amplint.cli_common import Failure, _error, _one_line, _plural, _warning, echo
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +22,7 @@ from amplint.sourcefile import (
     decode_source,
     encode_source,
     read_bytes,
+    source_lines,
 )
 
 # libcst (and the positions and fixes built on it) is imported where a file is parsed: a run
@@ -55,14 +55,6 @@ def _location(position) -> tuple[Location, Location]:
         Location(position.start.line, position.start.column + 1),
         Location(position.end.line, position.end.column + 1),
     )
-
-
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
-
-
-def source_lines(text: str) -> list[str]:
-    """Physical lines as Python counts them (not ``str.splitlines``, which also splits on form feeds)."""
-    return _LINE_BREAK.split(text)
 
 
 def _syntax_error_finding(row: int, column: int, message: str, filename: str) -> Finding:
@@ -122,10 +114,10 @@ def _lint_once(
     # before it is released; any other file's is parsed again only if a rule asks.
     own_summary = None
     if view.tree is not None:
-        from amplint.project.asking import ASKING_TOKENS
+        from amplint.project.asking import mentions_scaler
         from amplint.project.summarize import summarize_text, summarize_tree
 
-        if not settings.prefilter or any(token.decode() in text for token in ASKING_TOKENS):
+        if not settings.prefilter or mentions_scaler(text):
             own_summary = summarize_tree(view.tree, text)
         else:
             own_summary = lambda: summarize_text(text)  # noqa: E731

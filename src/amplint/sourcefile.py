@@ -18,6 +18,15 @@ from pathlib import Path
 MAX_FILE_BYTES = 5 * 1024 * 1024
 
 
+# What ends a physical line for Python (str.splitlines also splits on form feeds and more).
+LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def source_lines(text: str) -> list[str]:
+    """Physical lines as Python counts them (not ``str.splitlines``, which also splits on form feeds)."""
+    return LINE_BREAK.split(text)
+
+
 # PEP 263: the declaration tokenize looks for on the first two lines.
 _CODING_COOKIE = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import bisect
 import difflib
-import re
 from typing import Sequence
 
 import libcst as cst
@@ -21,8 +20,8 @@ from libcst._nodes.internal import CodegenState
 from amplint.fix import apply
 from amplint.fix.model import Fix
 from amplint.model import Edit, Location
+from amplint.sourcefile import LINE_BREAK
 
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 Range = tuple[int, int]  # character offsets [start, end) in a text
 
 
@@ -69,7 +68,7 @@ def _replacement_nodes(replacement) -> list[cst.CSTNode]:
 
 class _Lines:
     def __init__(self, text: str) -> None:
-        self.starts = [0] + [match.end() for match in _LINE_BREAK.finditer(text)]
+        self.starts = [0] + [match.end() for match in LINE_BREAK.finditer(text)]
 
     def location(self, offset: int) -> Location:
         row = bisect.bisect_right(self.starts, offset) - 1

@@ -29,6 +29,11 @@ def may_ask(data: bytes) -> bool:
     return _ASKING_CORE in data and any(token in data for token in ASKING_TOKENS)
 
 
+def mentions_scaler(text: str) -> bool:
+    """:func:`may_ask` for decoded text."""
+    return may_ask(text.encode("utf-8", "surrogatepass"))
+
+
 def asked_imports(job, data: bytes | None = None) -> ModuleSummary | None:
     """The imports a file asks about (as an import-only summary), or ``None`` when it asks about
     none: it holds no scaler, the prefilter skips it, or no import is called with training state.
@@ -45,7 +50,7 @@ def asked_imports(job, data: bytes | None = None) -> ModuleSummary | None:
     except SourceError:
         return None
     from amplint.project.records import ModuleSummary
-    from amplint.project.summarize import scan_imports
+    from amplint.project.imports import scan_imports
 
     imports = scan_imports(text)
     handed = names_handed_training_state(text, {name.local for name in imports})

@@ -15,7 +15,9 @@ import re
 import textwrap
 import warnings
 
-from amplint.project.records import FunctionSummary, ImportedName, ModuleSummary, SavedCheckpoint
+from amplint.project.imports import imports_of
+from amplint.project.records import FunctionSummary, ModuleSummary, SavedCheckpoint
+from amplint.sourcefile import source_lines
 
 _SCALER_CLASSES = ("GradScaler", "ShardedGradScaler")
 _HALF_DTYPES = ("float16", "half", "bfloat16")
@@ -59,17 +61,17 @@ def summarize_text(text: str) -> ModuleSummary:
     return summarize_tree(tree, text) if tree is not None else ModuleSummary()
 
 
-# Words without which a function's body cannot change its summary (lowercase; every call the
-# summary reads is named by one: scale/unscale_/GradScaler, clip_grad*, backward, step, update of
-# a scaler, half/bfloat16/float16 casts, load_state_dict, save, dicts with an optim key).
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")  # what ends a line for ast (str.splitlines also splits on \f...)
-_EFFECT_WORDS = ("scale", "clip_grad", "backward", "step", "half", "float16", "load_state_dict", "save", "optim")
+# Words without which a function's body cannot change its summary (lowercase). Every call the
+# summary reads is named by one: scale/unscale_/GradScaler (and a scaler's scaled backward and
+# update), clip_grad*, step, half/bfloat16/float16 casts, load_state_dict, save, and a dict with
+# an optim key; a parameter named like a scaler or an optimizer holds one too.
+_EFFECT_WORDS = ("scale", "clip_grad", "step", "half", "float16", "load_state_dict", "save", "optim")
 
 
 def summarize_tree(tree: ast.Module, text: str | None = None) -> ModuleSummary:
     """The summary of a parsed module; with ``text`` (its source), a function whose source holds
     none of the effect words is read from its signature alone, with the same result."""
-    lines = _LINE_BREAK.split(text) if text is not None else None
+    lines = source_lines(text) if text is not None else None
     functions: list[FunctionSummary] = []
     scaler_classes: list[str] = []
     defined: list[str] = []
@@ -84,7 +86,7 @@ def summarize_tree(tree: ast.Module, text: str | None = None) -> ModuleSummary:
             functions.extend(summaries)
             if any(s.constructs_scaler for s in summaries):
                 scaler_classes.append(statement.name)
-    return ModuleSummary(tuple(functions), tuple(_imports(tree)), tuple(scaler_classes), tuple(defined))
+    return ModuleSummary(tuple(functions), tuple(imports_of(tree)), tuple(scaler_classes), tuple(defined))
 
 
 # Nodes that never hold a call: not queued by :func:`calls_in`, which leaves the order of the rest as it is.
@@ -106,69 +108,6 @@ def calls_in(node: ast.AST) -> list[ast.Call]:
             elif isinstance(value, ast.AST) and not isinstance(value, _LEAVES):
                 queue.append(value)
     return calls
-
-
-_IMPORT_START = re.compile(r"^([ \t]*)(?:from[ \t]+[\w.]+[ \t]+import\b|import[ \t]+\w)", re.MULTILINE)
-_BLOCK_OPENERS = ("try", "except", "else", "if ", "elif ", "finally")
-
-
-def scan_imports(text: str) -> tuple[ImportedName, ...]:
-    """The module-level imports of ``text`` (and those in a top-level ``try``/``if``), found
-    without parsing the whole module: only the import statements themselves are parsed."""
-    statements: list[ast.stmt] = []
-    lines = text.splitlines()
-    offsets = [0]
-    for line in lines:
-        offsets.append(offsets[-1] + len(line) + 1)
-    import bisect
-
-    for match in _IMPORT_START.finditer(text):
-        row = bisect.bisect_right(offsets, match.start()) - 1
-        if match.group(1) and not _in_top_level_block(lines, row):
-            continue
-        end = row
-        chunk = lines[row]
-        while end + 1 < len(lines) and (chunk.count("(") > chunk.count(")") or chunk.rstrip().endswith("\\")):
-            end += 1
-            chunk += "\n" + lines[end]
-        tree = parse(textwrap.dedent(chunk))
-        if tree is not None:
-            statements.extend(tree.body)
-    return tuple(_imports(ast.Module(body=statements, type_ignores=[])))
-
-
-def _in_top_level_block(lines: list[str], row: int) -> bool:
-    """The indented line ``row`` is in a ``try``/``if`` block of the module itself, not in a def or class."""
-    for previous in range(row - 1, -1, -1):
-        line = lines[previous]
-        if line and not line[0].isspace() and not line.startswith("#"):
-            return line.startswith(_BLOCK_OPENERS)
-    return False
-
-
-def _imports(tree: ast.Module) -> list[ImportedName]:
-    """Module-level imports (and those inside a top-level ``try``/``if``)."""
-    out: list[ImportedName] = []
-    statements = list(tree.body)
-    while statements:
-        statement = statements.pop(0)
-        if isinstance(statement, (ast.Try, ast.If)):
-            statements.extend(statement.body)
-            statements.extend(getattr(statement, "orelse", []))
-            for handler in getattr(statement, "handlers", []):
-                statements.extend(handler.body)
-        elif isinstance(statement, ast.Import):
-            for alias in statement.names:
-                if alias.asname:
-                    out.append(ImportedName(alias.asname, alias.name, 0))
-                else:
-                    head = alias.name.split(".")[0]
-                    out.append(ImportedName(head, head, 0))
-        elif isinstance(statement, ast.ImportFrom):
-            for alias in statement.names:
-                if alias.name != "*":
-                    out.append(ImportedName(alias.asname or alias.name, statement.module or "", statement.level, alias.name))
-    return out
 
 
 def _summarize_function(node: ast.FunctionDef | ast.AsyncFunctionDef, name: str, lines: list[str] | None) -> FunctionSummary:

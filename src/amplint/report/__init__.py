@@ -7,11 +7,11 @@ A reporter module exposes ``render(findings, context) -> str`` (what goes to std
 from __future__ import annotations
 
 import importlib
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from amplint.model import SYNTAX_ERROR_CODE, FileResult, Finding
+from amplint.sourcefile import source_lines
 
 FORMATS = (
     "full",
@@ -47,7 +47,6 @@ _MODULES = {
 }
 
 SYNTAX_ERROR_NAME = "syntax-error"
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
 @dataclass
@@ -70,7 +69,7 @@ class ReportContext:
                     if text is not None:
                         break
             # Only \n, \r\n and \r end a line for the parser (str.splitlines also splits on \f, \x1c...).
-            cache[filename, cell] = _LINE_BREAK.split(text) if text is not None else []
+            cache[filename, cell] = source_lines(text) if text is not None else []
         return cache[filename, cell]
 
     def display_name(self, filename: str) -> str:
