@@ -7,11 +7,14 @@ Layout (under the project root unless ``--cache-dir`` says otherwise)::
         CACHEDIR.TAG          backup tools skip it; also how amplint recognises its own cache
         <version>/            one folder per amplint build
             .amplint-cache    marks the folder as amplint's; only marked folders are pruned
-            <sha256>.json     one small entry per (text, filename, settings, what its imports reach)
+            <sha256>.json     one small entry per (text, filename, settings)
             <sha256>.summary  one module summary per text (the project pass)
 
 The key is ``sha256(text, filename, amplint version, settings fingerprint)``, so an edit, a
-rename, a setting or an upgrade all miss. Entries are written to a temporary file and renamed
+rename, a setting or an upgrade all miss. An entry whose lint asked the project about the file's
+imports records the questions and a digest of the answers, and is used only while the project
+gives the same answers (:mod:`amplint.project.deferred`): an edit to ``utils.py`` misses for
+``train.py``, whose lint summarised it, and not for the files whose lint never asked. Entries are written to a temporary file and renamed
 into place, so concurrent runs (pre-commit in parallel, two terminals) never see half an entry;
 a corrupt or unreadable entry is a miss. Entries unused for 30 days are pruned (at most once a
 day, by :meth:`Cache.prune`), and so are other versions' folders.
@@ -45,7 +48,7 @@ CACHE_DIR_NAME = ".amplint_cache"
 MAX_AGE_S = 30 * 24 * 3600
 TOUCH_AFTER_S = 24 * 3600  # refresh an entry's mtime ("last used") at most daily
 PRUNE_EVERY_S = 24 * 3600
-FORMAT = 2  # entries carry their key and are validated on read
+FORMAT = 3  # entries carry their key and the project digest their lint read, and are validated on read
 _PRUNE_MARKER = ".last-prune"
 _VERSION_MARKER = ".amplint-cache"
 _TAG_NAME = "CACHEDIR.TAG"
@@ -148,10 +151,9 @@ class Cache:
     def _fingerprint(self, settings) -> str:
         return _fingerprint(settings)
 
-    def key(self, text: str, filename: str, settings, context: str = "") -> str:
-        """``context``: the digest of what the file's imports reach in the project (empty: nothing)."""
+    def key(self, text: str, filename: str, settings) -> str:
         digest = hashlib.sha256()
-        for part in (text, filename, cache_version(), self._fingerprint(settings), context):
+        for part in (text, filename, cache_version(), self._fingerprint(settings)):
             digest.update(part.encode("utf-8", "surrogatepass"))
             digest.update(b"\0")
         return digest.hexdigest()
@@ -160,10 +162,12 @@ class Cache:
         return self.dir / f"{key}.{suffix}"
 
     # -- read
-    def get(self, text: str, filename: str, settings, context: str = "") -> FileResult | None:
+    def get(self, text: str, filename: str, settings, project=None) -> FileResult | None:
         """The stored result, or ``None`` on a miss; an entry that is not exactly what
-        :meth:`put` writes (truncated, corrupt, written by another version) is a miss too."""
-        key = self.key(text, filename, settings, context)
+        :meth:`put` writes (truncated, corrupt, written by another version) is a miss too, and
+        so is one whose lint read another state of the project than ``project`` (a
+        :class:`~amplint.project.context.ProjectContext`, a deferred one, or ``None``) shows."""
+        key = self.key(text, filename, settings)
         path = self._entry(key)
         try:
             with open(path, "rb") as handle:
@@ -171,6 +175,11 @@ class Cache:
                 data = json.loads(handle.read())
             if not valid_entry(data, key):
                 return None
+            if data["project"] is not None:
+                from amplint.project.deferred import entry_matches
+
+                if not entry_matches(data["project"], project):
+                    return None
             result = FileResult(
                 filename=filename,
                 findings=[Finding.from_dict(item) for item in data["findings"]],
@@ -190,13 +199,18 @@ class Cache:
         return result
 
     # -- write
-    def put(self, text: str, filename: str, settings, result: FileResult, context: str = "") -> None:
+    def put(self, text: str, filename: str, settings, result: FileResult, project=None) -> None:
+        """``project``: what the lint was given of the project; the entry records what of it
+        the lint asked, with a digest of the answers."""
         if result.changed:
             return  # results of a fix run describe another text
-        key = self.key(text, filename, settings, context)
+        from amplint.project.deferred import entry_record
+
+        key = self.key(text, filename, settings)
         data = json.dumps(
             {
                 "key": key,
+                "project": entry_record(project),
                 "findings": [finding.to_dict() for finding in result.findings],
                 "errors": [{"filename": e.filename, "message": e.message, "internal": e.internal} for e in result.errors],
                 "skipped": result.skipped,

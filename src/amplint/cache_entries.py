@@ -46,9 +46,20 @@ def _valid_finding(item) -> bool:
     )
 
 
+def _is_project_record(value) -> bool:
+    """What :func:`amplint.project.deferred.entry_record` writes."""
+    return (
+        isinstance(value, dict) and set(value) == {"questions", "digest"} and isinstance(value["digest"], str)
+        and isinstance(value["questions"], list)
+        and all(isinstance(q, list) and len(q) == 2 and all(isinstance(part, str) for part in q) for q in value["questions"])
+    )
+
+
 def valid_entry(data, key: str) -> bool:
     """``data`` has exactly the shape :meth:`Cache.put` writes, for this ``key``."""
     if not isinstance(data, dict) or data.get("key") != key or type(data.get("skipped")) is not bool:
+        return False
+    if "project" not in data or not (data["project"] is None or _is_project_record(data["project"])):
         return False
     findings, errors = data.get("findings"), data.get("errors")
     if not isinstance(findings, list) or not isinstance(errors, list):

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
     from amplint.positions import Positions
     from amplint.project.context import ProjectContext
+    from amplint.project.deferred import DeferredContext
 
 
 # --------------------------------------------------------------------------- one pass of linting
@@ -75,7 +76,7 @@ def _python_syntax_error(error: SyntaxError, filename: str) -> Finding:
 
 def _lint_once(
     text: str, filename: str, settings: Settings, codes: frozenset[str], focus: bool = False,
-    project: ProjectContext | None = None,
+    project: ProjectContext | DeferredContext | None = None,
 ) -> _Pass:
     from amplint.syntaxcheck import MAX_EXPRESSION_DEPTH, expression_depth, python_view
 
@@ -190,7 +191,7 @@ def _settings(settings: Settings | None) -> Settings:
 
 def lint_text(
     text: str, filename: str, settings: Settings, fix: bool = False, unsafe: bool = False, edits: bool = True,
-    project: ProjectContext | None = None,
+    project: ProjectContext | DeferredContext | None = None,
 ) -> FileResult:
     """Lint (and with ``fix``, fix) one text; deeply nested code is handled on a deep stack."""
     from amplint.deepstack import run_with_deep_stack
@@ -202,7 +203,7 @@ def lint_text(
 
 def _lint_text(
     text: str, filename: str, settings: Settings, fix: bool = False, unsafe: bool = False, edits: bool = True,
-    project: ProjectContext | None = None,
+    project: ProjectContext | DeferredContext | None = None,
 ) -> FileResult:
     codes = settings.enabled_codes(filename)
     result = FileResult(filename=filename, source=text)
@@ -252,8 +253,9 @@ class Job:
     # reported even when the prefilter skips the file, at the cost of a quick compile.
     explicit: bool = False
     notebook: bool | None = None  # read as a notebook (None: when the name ends in .ipynb)
-    # What this file's same-project imports reach (the project pass); None: nothing, or not asked.
-    project: ProjectContext | None = None
+    # What this file's same-project imports reach (the project pass), read when a rule first
+    # asks; None: the file asks about no import.
+    project: ProjectContext | DeferredContext | None = None
 
 
 def skipped_result(data: bytes, filename: str, explicit: bool) -> FileResult:
@@ -299,8 +301,7 @@ def process_file(job: Job, data: bytes | None = None) -> FileResult:
         from amplint.cache import Cache
 
         cache = Cache(Path(job.cache_dir))
-        context = job.project.digest() if job.project is not None else ""
-        cached = cache.get(source.text, filename, job.settings, context)
+        cached = cache.get(source.text, filename, job.settings, job.project)
         if cached is not None:
             return cached
     try:
@@ -313,7 +314,7 @@ def process_file(job: Job, data: bytes | None = None) -> FileResult:
     if job.mode == "fix" and result.changed:
         result = _write_fixes(path, data, source, result, job)
     if cache is not None and not result.errors:
-        cache.put(source.text, filename, job.settings, result, context)
+        cache.put(source.text, filename, job.settings, result, job.project)
     if job.mode == "check" and not result.findings:
         result.source = None  # reporters only need the text when there is something to show
     return result

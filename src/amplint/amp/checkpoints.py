@@ -329,8 +329,8 @@ class CheckpointFacts:
         ``NativeScaler()`` (a class named ``...Scaler``), or a project class that builds a GradScaler.
         They have ``state_dict()``/``load_state_dict()`` and belong in the checkpoint like the scaler."""
         out: list[str] = []
-        for assignment in self.assignments:
-            if assignment.ctx.scope is not ctx.scope or len(assignment.targets) != 1 or "." in assignment.targets[0]:
+        for assignment in self.assignments_in(ctx.scope):
+            if len(assignment.targets) != 1 or "." in assignment.targets[0]:
                 continue
             name = assignment.targets[0]
             if name in out or name in self.scalers:

@@ -3,7 +3,8 @@
 :mod:`~amplint.project.summarize` reads a module (standard-library ``ast``, no libcst) into a
 :class:`~amplint.project.records.ModuleSummary`; :mod:`~amplint.project.phase` gives a file
 that asks (:mod:`~amplint.project.asking`) the :class:`~amplint.project.context.ProjectContext`
-of the modules it imports, summarised (cached by content) in the worker that lints it; rules ask
+of the modules it imports, read as far as its lint asks (:mod:`~amplint.project.deferred`) and
+summarised (cached by content) in the worker that lints it; rules ask
 :class:`~amplint.project.query.ProjectView` (``facts.project``) what a call reaches.
 """
 

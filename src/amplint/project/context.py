@@ -2,9 +2,10 @@
 
 A :class:`ProjectIndex` holds the summarised modules by normalised path. For one file,
 :meth:`ProjectIndex.context_for` resolves its same-project imports (:mod:`amplint.project.resolve`)
-and keeps only what they reach, as a :class:`ProjectContext`: small enough to send to a worker
-with the file, and with a digest that goes into the file's cache key, so that an edit to
-``utils.py`` invalidates the cached results of ``train.py``, which imports it.
+and keeps only what they reach, as a :class:`ProjectContext`, with a digest that the file's
+cache entry records, so that an edit to ``utils.py`` invalidates the cached results of
+``train.py``, which imports it. A linted file gets it through a
+:class:`~amplint.project.deferred.DeferredContext`, read as far as its lint asks.
 """
 
 from __future__ import annotations

@@ -1,14 +1,15 @@
 """The project pass of a run over files: a file that asks about other modules is given what its
-imports reach, summarised from those modules, before it is linted.
+imports reach, summarised from those modules, when a rule first asks.
 
 Only a file that holds a GradScaler asks (AMP006's checkpoint helpers), and only about the
 imports it calls with training state; the modules those imports name are summarised (cached by
-content) when that file is linted, in the worker that lints it. Every other file is linted with
-no project context and costs the pass one byte test. A module is summarised when it holds any
-text a summary can record (``torch.save``, ``load_state_dict``, ``.step(``...), else only its
-``def``/``class`` names are read: a ``utils.py`` that saves the model and optimizer but mentions
-no scaler is skipped by the prefilter, yet ``train.py``, which imports it, needs its summary. A
-helper that is not among the linted files (``amplint check train.py``) is read from disk too.
+content) when a rule linting that file first asks about one of them, in the worker that lints
+it. Every other file is linted with no project context and costs the pass one byte test. A
+module is summarised when it holds any text a summary can record (``torch.save``,
+``load_state_dict``, ``.step(``...), else only its ``def``/``class`` names are read: a
+``utils.py`` that saves the model and optimizer but mentions no scaler is skipped by the
+prefilter, yet ``train.py``, which imports it, needs its summary. A helper that is not among the
+linted files (``amplint check train.py``) is read from disk too.
 """
 
 from __future__ import annotations
@@ -41,9 +42,9 @@ def lint_with_project(job):
 
 
 def with_project_context(job, data: bytes | None = None):
-    """``job`` given the :class:`~amplint.project.context.ProjectContext` its asked imports
-    reach; ``job`` itself when it asks nothing or they reach nothing. ``data``: the file's bytes,
-    when already read."""
+    """``job`` given a :class:`~amplint.project.deferred.DeferredContext` of what its asked
+    imports reach, read when a rule first asks about one of them; ``job`` itself when it asks
+    nothing. ``data``: the file's bytes, when already read."""
     if not job.settings.project_analysis or not job.path.endswith(".py"):
         return job
     from amplint.project.asking import asked_imports
@@ -52,11 +53,11 @@ def with_project_context(job, data: bytes | None = None):
     if imports is None:
         return job
     from amplint.project.context import ProjectIndex
+    from amplint.project.deferred import DeferredContext
 
     # Summarised as the imports are resolved: a module no asked import names is never read.
     index = ProjectIndex(job.settings.root, load=lambda path: summarize_path(path, job.cache_dir))
-    context = index.context_for(job.path, imports)
-    return replace(job, project=context) if context is not None else job
+    return replace(job, project=DeferredContext(job.path, imports, index))
 
 
 # The modules this process summarised (by path and cache), with a hash of the text each summary

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from amplint.project.context import ProjectContext
+from amplint.project.deferred import DeferredContext
 from amplint.project.records import FunctionSummary, ModuleSummary
 
 _MODULE_LEVEL_KINDS = ("IMPORT", "DEF", "CLASS")
@@ -39,10 +40,28 @@ class Callee:
 
 
 class ProjectView:
-    def __init__(self, facts, own: ModuleSummary | Callable[[], ModuleSummary], context: ProjectContext | None = None) -> None:
+    def __init__(self, facts, own: ModuleSummary | Callable[[], ModuleSummary],
+                 context: ProjectContext | DeferredContext | None = None) -> None:
         self.facts = facts
         self._own = own  # the file's own summary, or how to make it when first asked
-        self.context = context
+        self._context = context
+
+    @property
+    def context(self) -> ProjectContext | None:
+        """What the file's imports reach (read now if it was deferred)."""
+        context = self._context
+        return context.get() if isinstance(context, DeferredContext) else context
+
+    def _context_reaching(self, local: str, building_scaler: bool = False) -> ProjectContext | None:
+        """:attr:`context`, unless the import ``local`` cannot reach the project (or, with
+        ``building_scaler``, cannot name a class that builds a GradScaler): then ``None``, and a
+        deferred context stays unread."""
+        context = self._context
+        if isinstance(context, DeferredContext):
+            if not context.reaches(local) or (building_scaler and not context.may_build_scaler(local)):
+                return None
+            return context.get()
+        return context
 
     @cached_property
     def own(self) -> ModuleSummary:
@@ -70,12 +89,13 @@ class ProjectView:
 
     def builds_scaler(self, site) -> bool:
         """``site`` constructs a project class that builds a GradScaler (a ``NativeScaler``-style wrapper)."""
-        found = self._resolve(site)
+        found = self._resolve(site, building_scaler=True)
         return found is not None and found[2] in found[1].scaler_classes
 
-    def _resolve(self, site) -> tuple[str, ModuleSummary, str] | None:
+    def _resolve(self, site, building_scaler: bool = False) -> tuple[str, ModuleSummary, str] | None:
         """(module path, its summary, name) for a call of a module-level name defined or imported
-        here; the path is "" for this file."""
+        here; the path is "" for this file. ``building_scaler``: only a name that may build a
+        GradScaler is looked for in the project."""
         parts = (site.func_text or "").split(".")
         bindings = self.facts.bindings_of(parts[0], site.ctx.scope) if parts[0] else []
         if not bindings or any(b.scope.kind != "module" or b.kind.name not in _MODULE_LEVEL_KINDS for b in bindings):
@@ -83,10 +103,11 @@ class ProjectView:
         kinds = {b.kind.name for b in bindings}
         if kinds <= {"DEF", "CLASS"}:
             return ("", self.own, parts[0]) if len(parts) == 1 and parts[0] in self.own.defined else None
-        if kinds != {"IMPORT"} or self.context is None:
+        context = self._context_reaching(parts[0], building_scaler) if kinds == {"IMPORT"} else None
+        if context is None:
             return None
-        target = self.context.target(parts[0])
-        summary = self.context.module(target.module) if target is not None else None
+        target = context.target(parts[0])
+        summary = context.module(target.module) if target is not None else None
         if summary is None:
             return None
         if target.attribute is not None and len(parts) == 1:
@@ -105,8 +126,9 @@ class ProjectView:
         """``(module, function, SavedCheckpoint)`` for every ``torch.save`` of this file and of
         the modules it imports."""
         sources = [("", self.own)]
-        if self.context is not None:
-            sources.extend(self.context.modules)
+        context = self.context
+        if context is not None:
+            sources.extend(context.modules)
         for module, summary in sources:
             for function in summary.functions:
                 for save in function.saves:

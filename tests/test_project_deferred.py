@@ -1,0 +1,228 @@
+"""The project is read only when a rule asks about an asked import, and the cache knows whether it was.
+
+A file that holds a scaler and calls imported helpers with training state asks about those
+imports, but most such files never need the answer (no scaler is in scope where the helper is
+called, or the class it builds cannot build a GradScaler). Their lint must not read the
+project, their cache entries must not depend on it, and files whose lint did read it must still
+miss when the project changes.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from amplint.cache import Cache
+from amplint.engine import Job, process_file
+from amplint.project.deferred import DeferredContext
+from amplint.project.phase import with_project_context
+from amplint.settings import Settings
+
+TRAIN_WITH_WRAPPER = '''\
+import torch
+
+from utils import NativeScalerWithGradNormCount
+
+
+def train(model, optimizer, path):
+    loss_scaler = NativeScalerWithGradNormCount()
+    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict()}, path)
+'''
+
+WRAPPER = '''\
+import torch
+
+
+class NativeScalerWithGradNormCount:
+    def __init__(self):
+        self._scaler = torch.amp.{name}("cuda")
+
+    def __call__(self, loss, optimizer):
+        self._scaler.scale(loss).backward()
+        self._scaler.step(optimizer)
+        self._scaler.update()
+'''
+
+NOT_A_SCALER = '''\
+class NativeScalerWithGradNormCount:
+    """Multiplies the loss by a constant before the backward pass."""
+
+    def __init__(self, factor=2.0):
+        self.factor = factor
+
+    def __call__(self, loss, optimizer):
+        (loss * self.factor).backward()
+        optimizer.step()
+'''
+
+# A scaler in scope, but the helper is called where none is: the helper's summary cannot matter.
+HELPER_CALLED_WITHOUT_SCALER = '''\
+import torch
+
+from utils import save_checkpoint
+
+
+def export(model, optimizer, path):
+    save_checkpoint(model, optimizer, path)
+
+
+def train(model, optimizer, loader):
+    scaler = torch.amp.GradScaler("cuda")
+    for batch in loader:
+        scaler.scale(model(batch)).backward()
+        scaler.step(optimizer)
+        scaler.update()
+'''
+
+SAVER = '''\
+import torch
+
+
+def save_checkpoint(model, optimizer, path):
+    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict()}, path)
+'''
+
+
+def _project(tmp_path: Path, train: str, utils: str) -> Path:
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "train.py").write_text(train, encoding="utf-8")
+    (root / "utils.py").write_text(utils, encoding="utf-8")
+    return root
+
+
+def _lint(root: Path, cache_dir: Path | None = None):
+    settings = Settings(select=("AMP006",), root=str(root))
+    job = with_project_context(Job(str(root / "train.py"), settings, display="train.py",
+                                   cache_dir=str(cache_dir) if cache_dir else None))
+    return job, process_file(job)
+
+
+def test_a_project_class_that_builds_a_grad_scaler_is_a_scaler_in_scope(tmp_path):
+    root = _project(tmp_path, TRAIN_WITH_WRAPPER, WRAPPER.format(name="GradScaler"))
+    job, result = _lint(root)
+    assert isinstance(job.project, DeferredContext) and job.project.read
+    (finding,) = result.findings
+    assert finding.code == "AMP006" and "loss_scaler" in finding.message
+
+
+def test_an_identifier_spelled_in_another_unicode_form_still_names_grad_scaler(tmp_path):
+    # Python reads identifiers in NFKC form: a fullwidth G still calls torch.amp.GradScaler.
+    root = _project(tmp_path, TRAIN_WITH_WRAPPER, WRAPPER.format(name="\uff27radScaler"))
+    _, result = _lint(root)
+    assert [f.code for f in result.findings] == ["AMP006"]
+
+
+def test_a_class_whose_module_never_spells_grad_scaler_is_not_read_from_the_project(tmp_path):
+    root = _project(tmp_path, TRAIN_WITH_WRAPPER, NOT_A_SCALER)
+    job, result = _lint(root)
+    assert result.findings == []
+    assert isinstance(job.project, DeferredContext)
+    assert ("build", "NativeScalerWithGradNormCount") in job.project.questions  # the helper's text was looked at...
+    assert ("all", "") not in job.project.questions  # ...but no module was summarised
+
+
+def test_a_helper_called_where_no_scaler_is_in_scope_summarises_nothing(tmp_path, monkeypatch):
+    root = _project(tmp_path, HELPER_CALLED_WITHOUT_SCALER, SAVER)
+    summarised = []
+    import amplint.project.phase as phase
+
+    real = phase.summarize_path
+    monkeypatch.setattr(phase, "summarize_path", lambda path, cache_dir=None: summarised.append(path) or real(path, cache_dir))
+    job, result = _lint(root)
+    assert result.findings == []
+    assert isinstance(job.project, DeferredContext)
+    assert ("all", "") not in job.project.questions
+    assert summarised == []
+
+
+def _entry(cache_dir: Path) -> dict:
+    (path,) = [p for p in Cache(cache_dir).dir.glob("*.json")]
+    return json.loads(path.read_text())
+
+
+@pytest.mark.parametrize("train, utils, summarises", [
+    (HELPER_CALLED_WITHOUT_SCALER, SAVER, False),
+    (TRAIN_WITH_WRAPPER, WRAPPER.format(name="GradScaler"), True),
+])
+def test_a_cache_entry_depends_on_a_helper_module_only_when_the_lint_summarised_it(tmp_path, train, utils, summarises):
+    root = _project(tmp_path, train, utils)
+    cache_dir = tmp_path / "cache"
+    Cache(cache_dir).ensure()
+    _, first = _lint(root, cache_dir)
+    recorded = _entry(cache_dir)["project"]
+    assert (["all", ""] in recorded["questions"]) is summarises
+    # An edit to the helper module that changes none of the cheap answers: an entry that
+    # summarised the project misses, one that did not hits.
+    (root / "utils.py").write_text(utils + "\n\ndef unrelated():\n    return 1\n", encoding="utf-8")
+    job = with_project_context(Job(str(root / "train.py"), Settings(select=("AMP006",), root=str(root)), display="train.py"))
+    source = (root / "train.py").read_text()
+    cached = Cache(cache_dir).get(source, "train.py", job.settings, job.project)
+    assert (cached is None) is summarises
+    _, again = _lint(root, cache_dir)
+    assert [f.message for f in again.findings] == [f.message for f in first.findings]
+
+
+def test_a_project_file_that_appears_where_an_import_looked_invalidates_the_entry(tmp_path):
+    # ``import torch`` was looked for in the project and not found: a local torch.py changes that.
+    root = _project(tmp_path, HELPER_CALLED_WITHOUT_SCALER, SAVER)
+    cache_dir = tmp_path / "cache"
+    Cache(cache_dir).ensure()
+    _lint(root, cache_dir)
+    assert ["reach", "torch"] in _entry(cache_dir)["project"]["questions"]
+    settings = Settings(select=("AMP006",), root=str(root))
+    source = (root / "train.py").read_text()
+    job = with_project_context(Job(str(root / "train.py"), settings, display="train.py"))
+    assert Cache(cache_dir).get(source, "train.py", settings, job.project) is not None
+    (root / "torch.py").write_text("def save(obj, path):\n    pass\n", encoding="utf-8")
+    job = with_project_context(Job(str(root / "train.py"), settings, display="train.py"))
+    assert Cache(cache_dir).get(source, "train.py", settings, job.project) is None
+
+
+def test_a_cached_result_that_read_the_project_misses_once_the_helper_learns_to_build_a_scaler(tmp_path):
+    root = _project(tmp_path, TRAIN_WITH_WRAPPER, NOT_A_SCALER)
+    cache_dir = tmp_path / "cache"
+    Cache(cache_dir).ensure()
+    _, first = _lint(root, cache_dir)
+    assert first.findings == []
+    (root / "utils.py").write_text(WRAPPER.format(name="GradScaler"), encoding="utf-8")
+    _, again = _lint(root, cache_dir)
+    assert [f.code for f in again.findings] == ["AMP006"]
+
+
+def test_an_entry_without_the_project_field_is_a_miss(tmp_path):
+    root = _project(tmp_path, HELPER_CALLED_WITHOUT_SCALER, SAVER)
+    cache_dir = tmp_path / "cache"
+    Cache(cache_dir).ensure()
+    _lint(root, cache_dir)
+    (path,) = list(Cache(cache_dir).dir.glob("*.json"))
+    data = json.loads(path.read_text())
+    del data["project"]
+    path.write_text(json.dumps(data))
+    job = with_project_context(Job(str(root / "train.py"), Settings(select=("AMP006",), root=str(root)), display="train.py"))
+    assert Cache(cache_dir).get((root / "train.py").read_text(), "train.py", job.settings, job.project) is None
+
+
+@pytest.mark.parametrize("record", [
+    "611ade1b431f2d94",  # a bare digest
+    {"questions": [["reach"]], "digest": "0"},
+    {"questions": [["reach", 1]], "digest": "0"},
+    {"questions": [], "digest": 0},
+    {"questions": [], "digest": "0", "extra": 1},
+])
+def test_an_entry_whose_project_record_is_malformed_is_a_miss(tmp_path, record):
+    root = _project(tmp_path, HELPER_CALLED_WITHOUT_SCALER, SAVER)
+    cache_dir = tmp_path / "cache"
+    Cache(cache_dir).ensure()
+    _lint(root, cache_dir)
+    (path,) = list(Cache(cache_dir).dir.glob("*.json"))
+    data = json.loads(path.read_text())
+    settings = Settings(select=("AMP006",), root=str(root))
+    source = (root / "train.py").read_text()
+    job = with_project_context(Job(str(root / "train.py"), settings, display="train.py"))
+    assert Cache(cache_dir).get(source, "train.py", settings, job.project) is not None
+    data["project"] = record
+    path.write_text(json.dumps(data))
+    assert Cache(cache_dir).get(source, "train.py", settings, job.project) is None
