@@ -4,14 +4,20 @@ hands training state to, and nothing for any other file of the run."""
 from __future__ import annotations
 
 import ast
+import bisect
 import random
+import re
+import textwrap
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from amplint.engine import Job, run_jobs
 from amplint.project import phase
 from amplint.project.asking import _TRAINING_STATE, _TrainingState, names_handed_training_state
+from amplint.project.imports import imports_of, scan_imports
 from amplint.project.resolve import normalized
 from amplint.project.summarize import calls_in
 from amplint.settings import Settings
@@ -141,11 +147,17 @@ def test_training_state_windows_answer_as_the_pattern_searched_in_each_window():
     rng = random.Random(12)
     for _ in range(3000):
         text = "".join(rng.choice(pieces) for _ in range(rng.randint(0, 20)))
-        state = _TrainingState(text)
+        state, indexed = _TrainingState(text), _TrainingState(text)
+        indexed.index()
         for _ in range(5):
             start = rng.randint(0, len(text) + 2)
             end = start + rng.randint(0, 10)
-            assert state.within(start, end) == (_TRAINING_STATE.search(text, start, end) is not None), (text, start, end)
+            expected = _TRAINING_STATE.search(text, start, end) is not None
+            # A window read alone, one read after others (the text is indexed once they have read
+            # as much as it holds), and one looked up in the index.
+            assert _TrainingState(text).within(start, end) == expected, (text, start, end)
+            assert state.within(start, end) == expected, (text, start, end)
+            assert indexed.within(start, end) == expected, (text, start, end)
 
 
 def test_calls_are_found_in_the_order_of_a_breadth_first_walk():
@@ -157,8 +169,6 @@ def test_calls_are_found_in_the_order_of_a_breadth_first_walk():
 
 
 def test_imports_are_found_in_a_file_with_windows_line_endings():
-    from amplint.project.imports import scan_imports
-
     # Fifty short lines first: each \r\n counted as one character would shift the later rows.
     text = "a = 1\r\n" * 50 + (
         "try:\r\n    from utils import save_checkpoint\r\nexcept ImportError:\r\n    pass\r\n"
@@ -167,3 +177,182 @@ def test_imports_are_found_in_a_file_with_windows_line_endings():
     found = {(name.local, name.module) for name in scan_imports(text)}
     assert found == {("torch", "torch"), ("save_checkpoint", "utils"), ("resume", "helpers")}
     assert scan_imports(text) == scan_imports(text.replace("\r\n", "\n"))
+
+
+# The first implementations, kept to check the quicker ones against: a walk back from every
+# ``(``, the training-state words found by one alternation, and the text split into lines.
+def reference_names_handed_training_state(text: str, names: set[str]) -> set[str]:
+    handed: set[str] = set()
+    state = None
+    paren = text.find("(")
+    while paren >= 0:
+        head = _reference_call_head(text, paren)
+        if head is not None and head in names and head not in handed:
+            state = state or _ReferenceTrainingState(text)
+            if state.within(paren + 1, paren + 1 + 400):
+                handed.add(head)
+        paren = text.find("(", paren + 1)
+    return handed
+
+
+def _reference_call_head(text: str, paren: int) -> str | None:
+    end = paren
+    while end > 0 and text[end - 1].isspace():
+        end -= 1
+    head = None
+    while True:
+        begin = end
+        while begin > 0 and _is_word(text[begin - 1]):
+            begin -= 1
+        if begin == end:
+            return head
+        if text[begin] in "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_":
+            head = text[begin:end]
+        if begin == 0 or text[begin - 1] != ".":
+            return head
+        end = begin - 1
+
+
+class _ReferenceTrainingState:
+    _WORDS = re.compile(r"optim|ckpt|checkpoint|state_dict|scaler|opt")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.exact = not text.isascii() and any(char in text for char in "\u0130\u0131\u017f\u212a")
+        self.starts: list[int] = []
+        self.ends: list[tuple[int, int]] = []
+        if self.exact:
+            return
+        lowered = text.lower()
+        for match in self._WORDS.finditer(lowered):
+            start = match.start()
+            word = match.group()
+            at_least = exactly = -1
+            if word != "opt":
+                at_least = start + len(word)
+            if lowered.startswith("opt", start) and (start == 0 or not _is_word(text[start - 1])):
+                after = start + 3
+                if after == len(text) or not _is_word(text[after]):
+                    at_least = after
+                else:
+                    exactly = after
+            if at_least >= 0 or exactly >= 0:
+                self.starts.append(start)
+                self.ends.append((at_least, exactly))
+
+    def within(self, start: int, end: int) -> bool:
+        if self.exact:
+            return _TRAINING_STATE.search(self.text, start, end) is not None
+        end = min(end, len(self.text))
+        index = bisect.bisect_left(self.starts, start)
+        while index < len(self.starts) and self.starts[index] < end:
+            at_least, exactly = self.ends[index]
+            if 0 <= at_least <= end or exactly == end:
+                return True
+            index += 1
+        return False
+
+
+def _is_word(char: str) -> bool:
+    return char.isalnum() or char == "_"
+
+
+_REFERENCE_IMPORT_START = re.compile(r"^([ \t]*)(?:from[ \t]+[\w.]+[ \t]+import\b|import[ \t]+\w)", re.MULTILINE)
+
+
+def reference_scan_imports(text: str) -> tuple:
+    from amplint.project.summarize import parse
+
+    statements: list[ast.stmt] = []
+    lines = re.split(r"\r\n|\r|\n", text)
+    offsets = [0] + [match.end() for match in re.finditer(r"\r\n|\r|\n", text)]
+    for match in _REFERENCE_IMPORT_START.finditer(text):
+        row = bisect.bisect_right(offsets, match.start()) - 1
+        if match.group(1) and not _reference_in_top_level_block(lines, row):
+            continue
+        end = row
+        chunk = lines[row]
+        while end + 1 < len(lines) and (chunk.count("(") > chunk.count(")") or chunk.rstrip().endswith("\\")):
+            end += 1
+            chunk += "\n" + lines[end]
+        tree = parse(textwrap.dedent(chunk))
+        if tree is not None:
+            statements.extend(tree.body)
+    return tuple(imports_of(ast.Module(body=statements, type_ignores=[])))
+
+
+def _reference_in_top_level_block(lines: list[str], row: int) -> bool:
+    for previous in range(row - 1, -1, -1):
+        line = lines[previous]
+        if line and not line[0].isspace() and not line.startswith("#"):
+            return line.startswith(("try", "except", "else", "if ", "elif ", "finally"))
+    return False
+
+
+# What a call's head and its training state are made of, and what may come between: digits and
+# non-ASCII letters (which cannot start a head), a combining mark and other characters ``\w``
+# or ``str.isspace`` treat unlike ASCII, the four characters that fold to ASCII letters, and
+# stretches long enough to put the state out of a call's reach.
+_CALL_PIECES = st.sampled_from([
+    "save", "utils", "trainer", "x1", "a", "_", "1", "\u0663", "\u00b2", "\u00e9", "\u0301", "\u0130", "\u0131",
+    "\u017f", "\u212a", "\u03a3", "optimizer", "optim", "opt", "Opt", "OPT", "Optional", "ckpt", "checkpoint",
+    "state_dict", "scaler", "SCALER", ".", " ", "\n", "\r\n", "\t", "\x0c", "\u00a0", "\u2028", "\x1c", "(", ")", ",",
+    "=", "+", "[", "'", '"', "#", "\\", " " * 390, "x" * 120,
+])
+_CHAIN_PARTS = st.sampled_from(
+    ["save", "utils", "trainer", "x1", "a", "_", "1", "1a", "\u00e9", "\u00e9x", "\u0663", "a\u0301", "\u0301a", "\u00b2",
+     "\u0130", "\u017f", "\u212a"]
+)
+_CALLS = st.tuples(
+    st.sampled_from(["", ".", "..", " ", "x", "1", "\u00e9", "+", "(", "\u0301"]),
+    st.lists(st.tuples(_CHAIN_PARTS, st.sampled_from([".", ".", ".", "..", " .", ". ", "\n."])), max_size=4),
+    _CHAIN_PARTS,
+    st.sampled_from(["", "", " ", "\n", " \t", "\x0c", "\u00a0", "\u2028", "\r\n", "\x1c", ".", "\u0301"]),
+    st.sampled_from([0, 0, 0, *range(385, 401)]),  # spaces that put what follows near the reach's end
+    st.lists(_CALL_PIECES, max_size=6),
+).map(lambda call: call[0] + "".join(part + dot for part, dot in call[1]) + call[2] + call[3] + "(" + " " * call[4]
+      + "".join(call[5]))
+_ASKED_NAMES = st.sets(st.sampled_from(
+    ["save", "utils", "trainer", "x1", "a", "_", "opt", "scaler", "\u00e9", "\u00e9x", "1", "1a", "a.b", "", "save ",
+     "\u0130", "a\u0301"]
+))
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.lists(st.one_of(_CALLS, _CALL_PIECES), max_size=10).map("".join), _ASKED_NAMES)
+def test_handed_names_are_those_the_walk_back_from_each_parenthesis_finds(text, names):
+    assert names_handed_training_state(text, names) == reference_names_handed_training_state(text, names)
+
+
+# Lines of a module, each ended by one of Python's three line breaks: import statements (some
+# going on over lines), the blocks a module-level import may sit in and those it may not, and
+# lines that only look like them.
+_BLOCK_LINES = st.sampled_from(["try:", "if x:", "else:", "def f():", "class C:", "tryst = 1", "# c", "\x0cif x:", ""])
+_MODULE_LINES = st.tuples(
+    st.sampled_from(["", "", "    ", "\t", " ", "\x0c", "\u00a0"]),
+    st.sampled_from([
+        "import os", "import a.b as c, d", "from a import b", "from . import (", "from .x import (b,", "c)", "b, c)",
+        "from a import b as c  # (", "import os \\", "  , sys", "import", "from a import", "from a import *", "try:",
+        "except ImportError:", "else:", "if x:", "elif y:", "finally:", "def f():", "class C:", "tryst = 1", "x = 1",
+        "# import os", "x = , ", "import \u00e9", "if(x): import os", "pass", "",
+    ]),
+    st.sampled_from(["\n", "\r\n", "\r"]),
+).map("".join)
+_INDENTED_IMPORTS = st.tuples(
+    st.sampled_from(["    ", "\t", " "]), st.sampled_from(["import os", "from a import (b,", "import a \\"]),
+    st.sampled_from(["\n", "\r\n", "\r"]),
+).map("".join)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.lists(st.one_of(_MODULE_LINES, st.tuples(_BLOCK_LINES, st.sampled_from(["\n", "\r\n", "\r"])).map("".join),
+                         _INDENTED_IMPORTS, st.sampled_from(["import", "(", ")", "\\", "\r", "#", " ", "os"])),
+                max_size=14).map("".join))
+def test_scanned_imports_are_those_found_from_the_text_split_into_lines(text):
+    assert scan_imports(text) == reference_scan_imports(text)
+
+
+def test_the_call_pattern_reads_words_and_spaces_as_the_str_methods_do():
+    every_character = "".join(map(chr, range(0x110000)))
+    assert set(re.findall(r"\w", every_character)) == {char for char in every_character if char.isalnum() or char == "_"}
+    assert set(re.findall(r"\s", every_character)) == {char for char in every_character if char.isspace()}

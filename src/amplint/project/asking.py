@@ -21,6 +21,12 @@ ASKING_TOKENS = (b"scaler", b"Scaler")
 _ASKING_CORE = b"caler"
 _TRAINING_STATE = re.compile(r"optim|\bopt\b|ckpt|checkpoint|state_dict|scaler", re.IGNORECASE)
 _HEAD_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
+# A call read from its ``(`` in the reversed text: ``re`` cannot search backwards, and a search
+# for a literal ``(`` skips the rest of the text in one scan. Group 1 is the longest dotted chain
+# before the ``(`` (spaces may come between, none around a dot: a chain stops where a dot has no
+# part before it, ``a..b(`` calls ``b``), group 2 its first part. ``\w`` and ``\s`` match what
+# ``str.isalnum()`` or ``_`` and ``str.isspace()`` do, for every code point.
+_CALL_BACKWARDS = re.compile(r"\(\s*+((?:\w++\.)*(\w++))")
 # How far past a call's opening parenthesis its arguments are looked for.
 _ARGUMENT_REACH = 400
 
@@ -78,66 +84,101 @@ def names_handed_training_state(text: str, names: set[str]) -> set[str]:
     in reach of its opening parenthesis.
 
     A call's head is the first name of its dotted chain: in ``trainer.utils.save(...)`` only
-    ``trainer`` is a head. Calls are found from their parentheses, and only the asked names'
-    calls have their arguments looked at.
+    ``trainer`` is a head, and a part that starts with a digit or a non-ASCII letter cannot be
+    one. Calls are found from their parentheses, and only the asked names' calls have their
+    arguments looked at.
     """
     handed: set[str] = set()
     state: _TrainingState | None = None
-    paren = text.find("(")
-    while paren >= 0:
-        head = _call_head(text, paren)
-        if head is not None and head in names and head not in handed:
-            state = state or _TrainingState(text)
-            if state.within(paren + 1, paren + 1 + _ARGUMENT_REACH):
-                handed.add(head)
-        paren = text.find("(", paren + 1)
+    reversed_names = {name[::-1] for name in names}
+    for call in _CALL_BACKWARDS.finditer(text[::-1]):
+        first = call.group(2)  # the chain's first part, reversed
+        if first[-1] in _HEAD_START:
+            if first not in reversed_names:
+                continue
+            head = first[::-1]
+        else:
+            head = _chain_head(call.group(1)[::-1])
+            if head is None or head not in names:
+                continue
+        if head in handed:
+            continue
+        state = state or _TrainingState(text)
+        arguments = len(text) - call.start()  # just past the ``(`` in ``text``
+        if state.within(arguments, arguments + _ARGUMENT_REACH):
+            handed.add(head)
     return handed
 
 
-def _call_head(text: str, paren: int) -> str | None:
-    """The head of the dotted chain that ``(`` at ``paren`` calls (spaces may come between):
-    its first part that starts with an ASCII letter or ``_``; a part that starts with a digit or
-    another letter cannot be one."""
-    end = paren
-    while end > 0 and text[end - 1].isspace():
-        end -= 1
-    head = None
-    while True:
-        begin = end
-        while begin > 0 and _is_word(text[begin - 1]):
-            begin -= 1
-        if begin == end:
-            return head  # ``(`` after an operator, or a ``.`` with no part before it
-        if text[begin] in _HEAD_START:
-            head = text[begin:end]
-        if begin == 0 or text[begin - 1] != ".":
-            return head
-        end = begin - 1
+def _chain_head(chain: str) -> str | None:
+    """The first part of a dotted chain that starts with an ASCII letter or ``_``."""
+    return next((part for part in chain.split(".") if part[0] in _HEAD_START), None)
 
 
 class _TrainingState:
     """Answers ``_TRAINING_STATE.search(text, start, end) is not None`` for many windows of one
-    text from one scan of it.
+    text.
 
-    The scan is case-sensitive over the lowered text; that finds what the case-insensitive
-    pattern finds unless the text holds one of the four characters that match an ASCII letter
-    case-insensitively without lowering to it, and then each window is searched.
+    The first windows are read one by one; once they have read as much as the text holds, the
+    text is scanned once and every later window looks its words up. Both read the lowered text
+    case-sensitively; that finds what the case-insensitive pattern finds unless the text holds
+    one of the four characters that match an ASCII letter case-insensitively without lowering to
+    it, and then each window is searched with the pattern.
     """
 
     _FOLDING = "\u0130\u0131\u017f\u212a"  # İ ı ſ K
-    _WORDS = re.compile(r"optim|ckpt|checkpoint|state_dict|scaler|opt")  # no word starts inside another
+    # The pattern's words, ``optim`` found as ``opt``. None starts inside another's occurrence (no
+    # word's end is another's beginning), so finding each with ``str.find``, far quicker than one
+    # alternation searched at every character, finds what ``optim|...|opt`` finds.
+    _WORDS = ("opt", "ckpt", "checkpoint", "state_dict", "scaler")
+    _WHOLE_WORDS = ("optim", "ckpt", "checkpoint", "state_dict", "scaler")  # all but ``\bopt\b``
 
     def __init__(self, text: str) -> None:
         self.text = text
         self.exact = not text.isascii() and any(char in text for char in self._FOLDING)
-        self.starts: list[int] = []
+        self.unread = len(text)  # what windows may still read one by one
+        self.starts: list[int] | None = None
         self.ends: list[tuple[int, int]] = []  # (any window end at least, a window end exactly; -1: none)
+
+    def within(self, start: int, end: int) -> bool:
         if self.exact:
-            return
+            return _TRAINING_STATE.search(self.text, start, end) is not None
+        end = min(end, len(self.text))
+        if self.starts is None:
+            if end - start < self.unread:
+                self.unread -= max(end - start, 0)
+                return self._in_window(start, end)
+            self.index()
+        index = bisect.bisect_left(self.starts, start)
+        while index < len(self.starts) and self.starts[index] < end:
+            at_least, exactly = self.ends[index]
+            if 0 <= at_least <= end or exactly == end:
+                return True
+            index += 1
+        return False
+
+    def _in_window(self, start: int, end: int) -> bool:
+        # Lowering a slice lowers each character as lowering the text does (but a final sigma,
+        # never an ASCII letter either way), and to one character: only İ lowers to two.
+        window = self.text[start:end].lower()
+        if any(word in window for word in self._WHOLE_WORDS):
+            return True
+        at = window.find("opt")
+        while at >= 0:
+            before, after = start + at - 1, start + at + 3
+            if (before < 0 or not _is_word(self.text[before])) and (after == end or not _is_word(self.text[after])):
+                return True
+            at = window.find("opt", at + 3)
+        return False
+
+    def index(self) -> None:
+        """Scans the whole text for the pattern's words, for every later window to look up."""
+        text = self.text
+        self.starts = []
         lowered = text.lower()  # as long as the text: only İ lowers to two characters
-        for match in self._WORDS.finditer(lowered):
-            start = match.start()
-            word = match.group()
+        for start, word in sorted(_occurrences(lowered, self._WORDS)):
+            if word == "opt" and lowered.startswith("im", start + 3):
+                word = "optim"
             at_least = exactly = -1
             if word != "opt":
                 at_least = start + len(word)
@@ -151,17 +192,16 @@ class _TrainingState:
                 self.starts.append(start)
                 self.ends.append((at_least, exactly))
 
-    def within(self, start: int, end: int) -> bool:
-        if self.exact:
-            return _TRAINING_STATE.search(self.text, start, end) is not None
-        end = min(end, len(self.text))
-        index = bisect.bisect_left(self.starts, start)
-        while index < len(self.starts) and self.starts[index] < end:
-            at_least, exactly = self.ends[index]
-            if 0 <= at_least <= end or exactly == end:
-                return True
-            index += 1
-        return False
+
+def _occurrences(text: str, words: tuple[str, ...]) -> list[tuple[int, str]]:
+    """Where each of ``words`` occurs in ``text``; no word's occurrences can overlap."""
+    found = []
+    for word in words:
+        at = text.find(word)
+        while at >= 0:
+            found.append((at, word))
+            at = text.find(word, at + len(word))
+    return found
 
 
 def _is_word(char: str) -> bool:

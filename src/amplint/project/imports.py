@@ -12,44 +12,72 @@ import re
 import textwrap
 
 from amplint.project.records import ImportedName
-from amplint.sourcefile import LINE_BREAK, source_lines
+from amplint.sourcefile import LINE_BREAK
 
 
 _IMPORT_START = re.compile(r"^([ \t]*)(?:from[ \t]+[\w.]+[ \t]+import\b|import[ \t]+\w)", re.MULTILINE)
+# A line break followed by a line that starts with neither a space nor ``#``.
+_TOP_LEVEL_LINE = re.compile(r"[\r\n](?=[^\s#])")
 _BLOCK_OPENERS = ("try", "except", "else", "if ", "elif ", "finally")
 
 
 def scan_imports(text: str) -> tuple[ImportedName, ...]:
     """The module-level imports of ``text`` (and those in a top-level ``try``/``if``), found
-    without parsing the whole module: only the import statements themselves are parsed."""
+    without parsing the whole module: only the import statements themselves are parsed.
+
+    Only the lines that hold ``import`` are looked at: a file's text is not split into lines.
+    """
     from amplint.project.summarize import parse  # which imports this module
 
     statements: list[ast.stmt] = []
-    lines = source_lines(text)
-    # Where each line starts: a line break is one or two characters (``\r\n``).
-    offsets = [0] + [match.end() for match in LINE_BREAK.finditer(text)]
-    for match in _IMPORT_START.finditer(text):
-        row = bisect.bisect_right(offsets, match.start()) - 1
-        if match.group(1) and not _in_top_level_block(lines, row):
+    top_level: list[int] | None = None
+    tried = -1
+    at = text.find("import")
+    while at >= 0:
+        start = text.rfind("\n", 0, at) + 1  # where ``^`` could match: every match holds ``import``
+        at = text.find("import", at + 6)
+        if start == tried:
             continue
-        end = row
-        chunk = lines[row]
-        while end + 1 < len(lines) and (chunk.count("(") > chunk.count(")") or chunk.rstrip().endswith("\\")):
-            end += 1
-            chunk += "\n" + lines[end]
+        tried = start
+        match = _IMPORT_START.match(text, start)
+        if match is None:
+            continue
+        if match.group(1):
+            if top_level is None:
+                top_level = _top_level_line_starts(text)
+            if not _in_top_level_block(text, top_level, start):
+                continue
+        chunk, following = _line_at(text, start)
+        while following >= 0 and (chunk.count("(") > chunk.count(")") or chunk.rstrip().endswith("\\")):
+            line, following = _line_at(text, following)
+            chunk += "\n" + line
         tree = parse(textwrap.dedent(chunk))
         if tree is not None:
             statements.extend(tree.body)
     return tuple(imports_of(ast.Module(body=statements, type_ignores=[])))
 
 
-def _in_top_level_block(lines: list[str], row: int) -> bool:
-    """The indented line ``row`` is in a ``try``/``if`` block of the module itself, not in a def or class."""
-    for previous in range(row - 1, -1, -1):
-        line = lines[previous]
-        if line and not line[0].isspace() and not line.startswith("#"):
-            return line.startswith(_BLOCK_OPENERS)
-    return False
+def _line_at(text: str, start: int) -> tuple[str, int]:
+    """The physical line that begins at ``start``, and where the next one begins (-1: none)."""
+    line_break = LINE_BREAK.search(text, start)
+    if line_break is None:
+        return text[start:], -1
+    return text[start:line_break.start()], line_break.end()
+
+
+def _top_level_line_starts(text: str) -> list[int]:
+    """Where the lines that start with neither a space nor ``#`` begin (a line break is a space,
+    so the ``\\n`` of a ``\\r\\n`` begins none)."""
+    starts = [match.end() for match in _TOP_LEVEL_LINE.finditer(text)]
+    if text and not text[0].isspace() and text[0] != "#":
+        starts.insert(0, 0)
+    return starts
+
+
+def _in_top_level_block(text: str, top_level: list[int], start: int) -> bool:
+    """The indented line at ``start`` is in a ``try``/``if`` block of the module itself, not in a def or class."""
+    index = bisect.bisect_left(top_level, start) - 1
+    return index >= 0 and text.startswith(_BLOCK_OPENERS, top_level[index])
 
 
 def imports_of(tree: ast.Module) -> list[ImportedName]:
