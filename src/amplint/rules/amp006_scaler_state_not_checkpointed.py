@@ -12,6 +12,7 @@ from amplint.amp.checkpoints import Checkpoint, scaler_key_like
 from amplint.amp.checkpoints import scaler_key_like as _styled_key  # noqa: F401 - the fix-shape tests import it here
 from amplint.fix import Fix, NoFix
 from amplint.fix import dicts as D
+from amplint.fix.checkpoint_dicts import add_scaler_to_checkpoint, scaler_unfit
 from amplint.fix.checkpoint_files import load_scaler_file, save_scaler_file
 from amplint.fix import edits as E
 from amplint.model import FixSafety
@@ -258,58 +259,17 @@ class ScalerStateNotCheckpointed(Rule):
         where = f"`{method.function.class_name}.state_dict`"
         return self._check_checkpoint(
             method.value, checkpoint, scalers, method.ctx,
-            lambda keys: self._dict_fix(method.ctx, checkpoint, scalers, keys, "this state_dict"), where,
+            lambda keys: add_scaler_to_checkpoint(self.facts, method.ctx, checkpoint, scalers, keys, "this state_dict"), where,
         )
 
     def _save_fix(self, event: Event, checkpoint: Checkpoint, scalers: list[str], optimizer_keys: list[str | None]) -> Fix | NoFix:
         if checkpoint.single:
             return self._file_save_fix(event, scalers)
-        return self._dict_fix(event.ctx, checkpoint, scalers, optimizer_keys, "this save")
+        return add_scaler_to_checkpoint(self.facts, event.ctx, checkpoint, scalers, optimizer_keys, "this save")
 
     def _file_save_fix(self, event: Event, scalers: list[str]) -> Fix | NoFix:
-        reason = self._scaler_unfit(event.ctx, scalers, "this save")
+        reason = scaler_unfit(self.facts, event.ctx, scalers, "this save")
         return NoFix(reason) if reason is not None else save_scaler_file(self.facts, event, scalers[0])
-
-    def _dict_fix(self, ctx, checkpoint: Checkpoint, scalers: list[str], optimizer_keys: list[str | None], point: str) -> Fix | NoFix:
-        if checkpoint.record is not None:
-            return NoFix(f"the checkpoint is a `{checkpoint.record}` object: give it a field for the scaler's state")
-        reason = self._scaler_unfit(ctx, scalers, point)
-        if reason is not None:
-            return NoFix(reason)
-        scaler = scalers[0]
-        key = scaler_key_like(next((k for k in optimizer_keys if k), None))
-        keys = checkpoint.key_nodes
-        like = keys[0] if keys else None
-        value = cst.parse_expression(f"{scaler}.state_dict()")
-        message = f'Add "{key}": {scaler}.state_dict() to the checkpoint'
-        container = checkpoint.container
-        if checkpoint.optimizer_subscript_stmts and checkpoint.variable is not None:
-            # Completed key by key: add the scaler's line after the optimizer's.
-            stmt = checkpoint.optimizer_subscript_stmts[-1]
-            if not isinstance(stmt, cst.SimpleStatementLine) or self.facts.statement_block(stmt) is None:
-                return NoFix("the checkpoint is built in a statement the fix cannot extend")
-            written_key = self.facts.subscript_key_node(stmt)
-            like = written_key if written_key is not None else like
-            new = cst.parse_statement(f"{checkpoint.variable}[{D.quoted(key, like)}] = {scaler}.state_dict()\n")
-            return Fix.safe(message, {stmt: E.insert_after(stmt, new)})
-        if isinstance(container, cst.Dict):
-            return Fix.safe(message, {container: D.append_item(container, D.quoted(key, like), value)})
-        if isinstance(container, cst.Call):
-            if not key.isidentifier():
-                return NoFix("the key is not a valid keyword")
-            return Fix.safe(message, {container: E.insert_arg(container, len(container.args), E.keyword(key, value))})
-        return NoFix("the checkpoint dict is not visible here")
-
-    def _scaler_unfit(self, ctx, scalers: list[str], point: str, none_ok: bool = False) -> str | None:
-        """Why the one scaler in scope cannot be written into the fix at ``ctx``, if it cannot."""
-        if len(scalers) != 1:
-            return "several scalers are in scope"
-        scaler = scalers[0]
-        if not none_ok and self.facts.scaler_may_be_none(scaler, ctx):
-            return f"`{scaler}` may be None here"
-        if self.facts.scaler_created_at(scaler, ctx) > ctx.order:
-            return f"`{scaler}` is created after {point}"
-        return None
 
     # -- load side
     def _check_load(self, event: Event) -> Violation | None:
@@ -327,7 +287,7 @@ class ScalerStateNotCheckpointed(Rule):
         return self.violation(event.call, message, fix=self._load_fix(event, scalers))
 
     def _load_fix(self, event: Event, scalers: list[str]) -> Fix | NoFix:
-        reason = self._scaler_unfit(event.ctx, scalers, "the optimizer is restored")
+        reason = scaler_unfit(self.facts, event.ctx, scalers, "the optimizer is restored")
         if reason is not None:
             return NoFix(reason)
         scaler = scalers[0]
@@ -369,7 +329,7 @@ class ScalerStateNotCheckpointed(Rule):
             where = f"The checkpoint handed to {callee.where}"
             return self._check_checkpoint(
                 site.node, checkpoint, scalers, site.ctx,
-                lambda keys: self._dict_fix(site.ctx, checkpoint, scalers, keys, "this call"), where,
+                lambda keys: add_scaler_to_checkpoint(self.facts, site.ctx, checkpoint, scalers, keys, "this call"), where,
             )
         names = ", ".join(f"`{s}`" for s in scalers)
         what = "saved" if helper.side == "save" else "restored"
@@ -396,7 +356,7 @@ class ScalerStateNotCheckpointed(Rule):
             verb = "save" if helper.side == "save" else "restore"
             return NoFix(f"`{callee.function.name}` has no scaler parameter: give it one and {verb} the scaler's state there")
         # A ``scaler=None`` default takes a scaler that may be None; ``**checkpointables`` do not.
-        reason = self._scaler_unfit(site.ctx, list(helper.scalers), "this call", none_ok=not callee.function.has_varkw)
+        reason = scaler_unfit(self.facts, site.ctx, list(helper.scalers), "this call", none_ok=not callee.function.has_varkw)
         if reason is not None:
             return NoFix(reason)
         scaler = helper.scalers[0]

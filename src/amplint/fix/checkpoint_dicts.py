@@ -1,0 +1,59 @@
+"""AMP006's fix for a checkpoint dict: write the GradScaler's state into it, and say why not
+when the scaler in scope cannot be written there (several scalers, one that may be None, one
+created later)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from amplint.amp.checkpoints import Checkpoint, scaler_key_like
+from amplint.fix import dicts as D
+from amplint.fix import edits as E
+from amplint.fix.model import Fix, NoFix
+
+
+def add_scaler_to_checkpoint(facts, ctx, checkpoint: Checkpoint, scalers: list[str], optimizer_keys: list[str | None],
+                             point: str) -> Fix | NoFix:
+    """Add ``"scaler": scaler.state_dict()`` to the checkpoint dict (a display, a ``dict(...)``
+    call, or a variable completed key by key), keyed and quoted like its optimizer key;
+    ``point`` names the place in a refusal (``"this save"``)."""
+    if checkpoint.record is not None:
+        return NoFix(f"the checkpoint is a `{checkpoint.record}` object: give it a field for the scaler's state")
+    reason = scaler_unfit(facts, ctx, scalers, point)
+    if reason is not None:
+        return NoFix(reason)
+    scaler = scalers[0]
+    key = scaler_key_like(next((k for k in optimizer_keys if k), None))
+    keys = checkpoint.key_nodes
+    like = keys[0] if keys else None
+    value = cst.parse_expression(f"{scaler}.state_dict()")
+    message = f'Add "{key}": {scaler}.state_dict() to the checkpoint'
+    container = checkpoint.container
+    if checkpoint.optimizer_subscript_stmts and checkpoint.variable is not None:
+        # Completed key by key: add the scaler's line after the optimizer's.
+        stmt = checkpoint.optimizer_subscript_stmts[-1]
+        if not isinstance(stmt, cst.SimpleStatementLine) or facts.statement_block(stmt) is None:
+            return NoFix("the checkpoint is built in a statement the fix cannot extend")
+        written_key = facts.subscript_key_node(stmt)
+        like = written_key if written_key is not None else like
+        new = cst.parse_statement(f"{checkpoint.variable}[{D.quoted(key, like)}] = {scaler}.state_dict()\n")
+        return Fix.safe(message, {stmt: E.insert_after(stmt, new)})
+    if isinstance(container, cst.Dict):
+        return Fix.safe(message, {container: D.append_item(container, D.quoted(key, like), value)})
+    if isinstance(container, cst.Call):
+        if not key.isidentifier():
+            return NoFix("the key is not a valid keyword")
+        return Fix.safe(message, {container: E.insert_arg(container, len(container.args), E.keyword(key, value))})
+    return NoFix("the checkpoint dict is not visible here")
+
+
+def scaler_unfit(facts, ctx, scalers: list[str], point: str, none_ok: bool = False) -> str | None:
+    """Why the one scaler in scope cannot be written into the fix at ``ctx``, if it cannot."""
+    if len(scalers) != 1:
+        return "several scalers are in scope"
+    scaler = scalers[0]
+    if not none_ok and facts.scaler_may_be_none(scaler, ctx):
+        return f"`{scaler}` may be None here"
+    if facts.scaler_created_at(scaler, ctx) > ctx.order:
+        return f"`{scaler}` is created after {point}"
+    return None
