@@ -364,6 +364,22 @@ def test_syntax_errors_in_files_without_amp_text(cli, files):
     assert "AMP000" in run.stdout
 
 
+@pytest.mark.parametrize("data", [
+    "# café\ndef f(:\n".encode("utf-8"),
+    "# -*- coding: latin-1 -*-\n# café\ndef f(:\n".encode("latin-1"),
+])
+def test_syntax_errors_in_non_ascii_files_without_amp_text(cli, files, data):
+    # Text that is not ASCII is decoded before the prefilter looks at it; a file named
+    # explicitly is still checked for syntax, in whatever encoding it declares.
+    (files({"a.py": ""}) / "a.py").write_bytes(data)
+    named = cli("a.py", "--output-format", "concise")
+    assert named.exit_code == 1
+    line = data.count(b"\n")
+    assert named.stdout == f"a.py:{line}:7: AMP000 SyntaxError: invalid syntax\n"
+    piped = cli("-", "--stdin-filename", "a.py", "--output-format", "concise", input=data)
+    assert piped.stdout == named.stdout
+
+
 # --------------------------------------------------------------------------- stdin
 
 

@@ -214,7 +214,7 @@ def _run_stdin(settings, mode, options, edits: bool, extensions: dict[str, str])
         if result.skipped:
             # What comes on stdin is named as explicitly as a file on the command line: a syntax
             # error in it is reported even when the prefilter finds no AMP text.
-            result = skipped_result(data, filename, explicit=True)
+            result = skipped_result(data, filename, explicit=True, text=source.text)
     except Exception as exc:  # noqa: BLE001 - report, never a traceback
         result = FileResult(filename=filename, errors=[FileError(filename, f"{filename}: internal error: {type(exc).__name__}: {exc}", internal=True)])
         result.source = source.text

@@ -258,8 +258,9 @@ class Job:
     project: ProjectContext | DeferredContext | None = None
 
 
-def skipped_result(data: bytes, filename: str, explicit: bool) -> FileResult:
-    """The result of a file the prefilter skips; one named explicitly is still syntax-checked."""
+def skipped_result(data: bytes, filename: str, explicit: bool, text: str | None = None) -> FileResult:
+    """The result of a file the prefilter skips; one named explicitly is still syntax-checked.
+    ``text``: the decoded text, when the file is not ASCII."""
     result = FileResult(filename=filename, skipped=True)
     if explicit:
         import ast
@@ -271,7 +272,7 @@ def skipped_result(data: bytes, filename: str, explicit: bool) -> FileResult:
                 compile(data, filename, "exec", ast.PyCF_ONLY_AST)
         except SyntaxError:
             # Parse for real: the finding then comes with libcst's and Python's view of it.
-            text = data.decode("utf-8", errors="replace")
+            text = text if text is not None else data.decode("utf-8", errors="replace")
             result.findings = _lint_once(text, filename, Settings(), frozenset()).findings
         except (ValueError, RecursionError, MemoryError):
             pass
@@ -289,13 +290,18 @@ def process_file(job: Job, data: bytes | None = None) -> FileResult:
             return FileResult(filename=filename, errors=[FileError(filename, str(exc).replace(str(path), filename, 1))])
     if job.notebook if job.notebook is not None else path.suffix == ".ipynb":
         return _process_notebook(job, path, data, filename)
-    if not data.isascii() or may_have_findings(data, job.settings, filename):
-        try:
-            source = decode_source(data, filename)
-        except SourceError as exc:
-            return FileResult(filename=filename, errors=[FileError(filename, str(exc))])
-    else:
+    ascii_only = data.isascii()
+    if ascii_only and not may_have_findings(data, job.settings, filename):
         return skipped_result(data, filename, job.explicit)
+    # Other text is decoded even when the prefilter skips it: a file that is not valid in its
+    # encoding is reported, never passed as clean.
+    try:
+        source = decode_source(data, filename)
+    except SourceError as exc:
+        return FileResult(filename=filename, errors=[FileError(filename, str(exc))])
+    # In UTF-8 an ASCII token is the same bytes: the bytes answer for the text, and faster.
+    if not ascii_only and not may_have_findings(data if source.encoding == "utf-8" else source.text, job.settings, filename):
+        return skipped_result(data, filename, job.explicit, source.text)
     cache = None
     if job.cache_dir is not None and job.mode == "check" and not job.edits:
         from amplint.cache import Cache

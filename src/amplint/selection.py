@@ -56,7 +56,9 @@ def prefilter_for(codes: frozenset[str]) -> tuple[bytes, ...] | None:
         if not rule.triggers:
             return None  # a rule that declares no trigger must see every file
         triggers.update(t.encode("ascii") for t in rule.triggers)
-    return tuple(sorted(triggers))
+    # A trigger that contains another (``GradScaler``, ``Scaler``) adds nothing to "some
+    # trigger occurs", and every file that fails the prefilter is searched for each trigger.
+    return tuple(sorted(t for t in triggers if not any(other != t and other in t for other in triggers)))
 
 
 @lru_cache(maxsize=64)
