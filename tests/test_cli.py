@@ -362,6 +362,11 @@ def test_syntax_errors_in_files_without_amp_text(cli, files):
     run = cli("pkg", "--no-prefilter", "--output-format", "concise")
     assert run.exit_code == 1
     assert "AMP000" in run.stdout
+    # What only Python's compiler rejects (the parser accepts it) is not a syntax error here,
+    # exactly as in a file that is parsed.
+    files({"pkg/b.py": "return 1\n"})
+    assert cli("pkg/b.py").exit_code == 0
+    assert cli("pkg/b.py", "--no-prefilter").exit_code == 0
 
 
 @pytest.mark.parametrize("data", [

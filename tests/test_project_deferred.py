@@ -138,9 +138,25 @@ def test_a_helper_called_where_no_scaler_is_in_scope_summarises_nothing(tmp_path
     assert summarised == []
 
 
-def _entry(cache_dir: Path) -> dict:
-    (path,) = [p for p in Cache(cache_dir).dir.glob("*.json")]
-    return json.loads(path.read_text())
+def _entry_path(cache_dir: Path) -> Path:
+    (path,) = list(Cache(cache_dir).dir.glob("*.json"))
+    return path
+
+
+def _cached(tmp_path: Path, train: str, utils: str):
+    """A project linted once with a cache: (root, cache folder, the result)."""
+    root = _project(tmp_path, train, utils)
+    cache_dir = tmp_path / "cache"
+    Cache(cache_dir).ensure()
+    _, result = _lint(root, cache_dir)
+    return root, cache_dir, result
+
+
+def _lookup(root: Path, cache_dir: Path):
+    """What the cache holds for train.py as the project now stands (``None``: a miss)."""
+    settings = Settings(select=("AMP006",), root=str(root))
+    job = with_project_context(Job(str(root / "train.py"), settings, display="train.py"))
+    return Cache(cache_dir).get((root / "train.py").read_text(), "train.py", settings, job.project)
 
 
 @pytest.mark.parametrize("train, utils, summarises", [
@@ -148,81 +164,53 @@ def _entry(cache_dir: Path) -> dict:
     (TRAIN_WITH_WRAPPER, WRAPPER.format(name="GradScaler"), True),
 ])
 def test_a_cache_entry_depends_on_a_helper_module_only_when_the_lint_summarised_it(tmp_path, train, utils, summarises):
-    root = _project(tmp_path, train, utils)
-    cache_dir = tmp_path / "cache"
-    Cache(cache_dir).ensure()
-    _, first = _lint(root, cache_dir)
-    recorded = _entry(cache_dir)["project"]
+    root, cache_dir, first = _cached(tmp_path, train, utils)
+    recorded = json.loads(_entry_path(cache_dir).read_text())["project"]
     assert (["all", ""] in recorded["questions"]) is summarises
     # An edit to the helper module that changes none of the cheap answers: an entry that
     # summarised the project misses, one that did not hits.
     (root / "utils.py").write_text(utils + "\n\ndef unrelated():\n    return 1\n", encoding="utf-8")
-    job = with_project_context(Job(str(root / "train.py"), Settings(select=("AMP006",), root=str(root)), display="train.py"))
-    source = (root / "train.py").read_text()
-    cached = Cache(cache_dir).get(source, "train.py", job.settings, job.project)
-    assert (cached is None) is summarises
+    assert (_lookup(root, cache_dir) is None) is summarises
     _, again = _lint(root, cache_dir)
     assert [f.message for f in again.findings] == [f.message for f in first.findings]
 
 
 def test_a_project_file_that_appears_where_an_import_looked_invalidates_the_entry(tmp_path):
     # ``import torch`` was looked for in the project and not found: a local torch.py changes that.
-    root = _project(tmp_path, HELPER_CALLED_WITHOUT_SCALER, SAVER)
-    cache_dir = tmp_path / "cache"
-    Cache(cache_dir).ensure()
-    _lint(root, cache_dir)
-    assert ["reach", "torch"] in _entry(cache_dir)["project"]["questions"]
-    settings = Settings(select=("AMP006",), root=str(root))
-    source = (root / "train.py").read_text()
-    job = with_project_context(Job(str(root / "train.py"), settings, display="train.py"))
-    assert Cache(cache_dir).get(source, "train.py", settings, job.project) is not None
+    root, cache_dir, _ = _cached(tmp_path, HELPER_CALLED_WITHOUT_SCALER, SAVER)
+    assert ["reach", "torch"] in json.loads(_entry_path(cache_dir).read_text())["project"]["questions"]
+    assert _lookup(root, cache_dir) is not None
     (root / "torch.py").write_text("def save(obj, path):\n    pass\n", encoding="utf-8")
-    job = with_project_context(Job(str(root / "train.py"), settings, display="train.py"))
-    assert Cache(cache_dir).get(source, "train.py", settings, job.project) is None
+    assert _lookup(root, cache_dir) is None
 
 
 def test_a_cached_result_that_read_the_project_misses_once_the_helper_learns_to_build_a_scaler(tmp_path):
-    root = _project(tmp_path, TRAIN_WITH_WRAPPER, NOT_A_SCALER)
-    cache_dir = tmp_path / "cache"
-    Cache(cache_dir).ensure()
-    _, first = _lint(root, cache_dir)
+    root, cache_dir, first = _cached(tmp_path, TRAIN_WITH_WRAPPER, NOT_A_SCALER)
     assert first.findings == []
     (root / "utils.py").write_text(WRAPPER.format(name="GradScaler"), encoding="utf-8")
     _, again = _lint(root, cache_dir)
     assert [f.code for f in again.findings] == ["AMP006"]
 
 
-def test_an_entry_without_the_project_field_is_a_miss(tmp_path):
-    root = _project(tmp_path, HELPER_CALLED_WITHOUT_SCALER, SAVER)
-    cache_dir = tmp_path / "cache"
-    Cache(cache_dir).ensure()
-    _lint(root, cache_dir)
-    (path,) = list(Cache(cache_dir).dir.glob("*.json"))
-    data = json.loads(path.read_text())
-    del data["project"]
-    path.write_text(json.dumps(data))
-    job = with_project_context(Job(str(root / "train.py"), Settings(select=("AMP006",), root=str(root)), display="train.py"))
-    assert Cache(cache_dir).get((root / "train.py").read_text(), "train.py", job.settings, job.project) is None
+_MISSING = object()
 
 
 @pytest.mark.parametrize("record", [
+    _MISSING,  # an entry of the format before the project record
     "611ade1b431f2d94",  # a bare digest
     {"questions": [["reach"]], "digest": "0"},
     {"questions": [["reach", 1]], "digest": "0"},
     {"questions": [], "digest": 0},
     {"questions": [], "digest": "0", "extra": 1},
 ])
-def test_an_entry_whose_project_record_is_malformed_is_a_miss(tmp_path, record):
-    root = _project(tmp_path, HELPER_CALLED_WITHOUT_SCALER, SAVER)
-    cache_dir = tmp_path / "cache"
-    Cache(cache_dir).ensure()
-    _lint(root, cache_dir)
-    (path,) = list(Cache(cache_dir).dir.glob("*.json"))
+def test_an_entry_whose_project_record_is_missing_or_malformed_is_a_miss(tmp_path, record):
+    root, cache_dir, _ = _cached(tmp_path, HELPER_CALLED_WITHOUT_SCALER, SAVER)
+    assert _lookup(root, cache_dir) is not None
+    path = _entry_path(cache_dir)
     data = json.loads(path.read_text())
-    settings = Settings(select=("AMP006",), root=str(root))
-    source = (root / "train.py").read_text()
-    job = with_project_context(Job(str(root / "train.py"), settings, display="train.py"))
-    assert Cache(cache_dir).get(source, "train.py", settings, job.project) is not None
-    data["project"] = record
+    if record is _MISSING:
+        del data["project"]
+    else:
+        data["project"] = record
     path.write_text(json.dumps(data))
-    assert Cache(cache_dir).get(source, "train.py", settings, job.project) is None
+    assert _lookup(root, cache_dir) is None
