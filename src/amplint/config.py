@@ -46,6 +46,8 @@ class ConfigError(Exception):
 
 @dataclass(frozen=True)
 class Config:
+    """The ``[tool.amplint]`` values of one configuration file (``None``: not set there)."""
+
     path: Path | None = None  # the file the values came from (None: defaults)
     select: tuple[str, ...] | None = None  # None: not set
     ignore: tuple[str, ...] = ()

@@ -61,6 +61,8 @@ from amplint.gitignore import (  # noqa: F401  (re-exported: discovery is where 
 
 @dataclass
 class Discovery:
+    """The files a run lints, and what it was given that it cannot lint."""
+
     files: list[Path] = field(default_factory=list)
     missing: list[str] = field(default_factory=list)  # paths given that do not exist
     empty: list[str] = field(default_factory=list)  # directories given that hold no Python file

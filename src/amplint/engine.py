@@ -242,6 +242,8 @@ def fix_source(code: str, path: str = "<stdin>", settings: Settings | None = Non
 
 @dataclass(frozen=True)
 class Job:
+    """One file to lint or fix, with all a worker process needs to do it."""
+
     path: str
     settings: Settings
     mode: str = "check"  # "check" | "fix" | "diff"

@@ -128,6 +128,8 @@ def _translate(glob: str, strict: bool = False) -> str:
 
 @dataclass(frozen=True)
 class Pattern:
+    """One line of an ignore file, compiled: ``negated`` for ``!pattern``, ``dir_only`` for ``pattern/``."""
+
     regex: re.Pattern[str]
     negated: bool
     dir_only: bool

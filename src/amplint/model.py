@@ -44,6 +44,8 @@ class Applicability(str, Enum):
 
 @dataclass(frozen=True)
 class Location:
+    """A position in a file, as reports show it."""
+
     row: int  # 1-based
     column: int  # 1-based
 
@@ -68,6 +70,8 @@ class FixInfo:
 
 @dataclass
 class Finding:
+    """One reported problem: a rule's code and message at a place in a file, and its fix if any."""
+
     code: str
     message: str
     filename: str
@@ -134,6 +138,8 @@ class FileError:
 
 @dataclass
 class FileResult:
+    """What linting (or fixing) one file gave: findings, errors and, after fixes, the new text."""
+
     filename: str
     findings: list[Finding] = field(default_factory=list)
     errors: list[FileError] = field(default_factory=list)

@@ -46,6 +46,8 @@ def expand_selectors(selectors: tuple[str, ...], known: list[str]) -> set[str]:
 
 @dataclass(frozen=True)
 class Settings:
+    """Everything that decides a run's results: which rules, which torch, which files, which passes."""
+
     select: tuple[str, ...] = ()  # empty: the rules enabled by default
     extend_select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()

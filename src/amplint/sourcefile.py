@@ -37,6 +37,8 @@ class SourceError(Exception):
 
 @dataclass(frozen=True)
 class SourceText:
+    """A file's decoded text, with the encoding and BOM it is written back with."""
+
     text: str
     encoding: str
     bom: bool

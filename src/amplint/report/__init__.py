@@ -51,6 +51,8 @@ SYNTAX_ERROR_NAME = "syntax-error"
 
 @dataclass
 class ReportContext:
+    """What a reporter is given: the results and how the run was asked for."""
+
     results: Sequence[FileResult] = ()
     mode: str = "check"  # "check" | "fix" | "diff"
     unsafe_fixes: bool = False

@@ -41,6 +41,8 @@ AMP_EXAMPLES = "https://pytorch.org/docs/stable/notes/amp_examples.html"
 
 @dataclass
 class Violation:
+    """What a rule yields: a message at a libcst node, with a fix or the reason there is none."""
+
     code: str
     node: cst.CSTNode
     message: str

@@ -41,6 +41,8 @@ def url_of(code: str) -> str:
 
 @dataclass(frozen=True)
 class RuleInfo:
+    """A rule's metadata, read without importing its module."""
+
     code: str
     name: str
     summary: str
