@@ -177,6 +177,8 @@ def test_imports_are_found_in_a_file_with_windows_line_endings():
     found = {(name.local, name.module) for name in scan_imports(text)}
     assert found == {("torch", "torch"), ("save_checkpoint", "utils"), ("resume", "helpers")}
     assert scan_imports(text) == scan_imports(text.replace("\r\n", "\n"))
+    # Old Mac line endings (a lone \r): Python reads them as line breaks, and so does the scan.
+    assert scan_imports(text.replace("\r\n", "\r")) == scan_imports(text.replace("\r\n", "\n"))
 
 
 # The first implementations, kept to check the quicker ones against: a walk back from every
@@ -257,7 +259,7 @@ def _is_word(char: str) -> bool:
     return char.isalnum() or char == "_"
 
 
-_REFERENCE_IMPORT_START = re.compile(r"^([ \t]*)(?:from[ \t]+[\w.]+[ \t]+import\b|import[ \t]+\w)", re.MULTILINE)
+_REFERENCE_IMPORT_START = re.compile(r"([ \t]*)(?:from[ \t]+[\w.]+[ \t]+import\b|import[ \t]+\w)")
 
 
 def reference_scan_imports(text: str) -> tuple:
@@ -266,8 +268,10 @@ def reference_scan_imports(text: str) -> tuple:
     statements: list[ast.stmt] = []
     lines = re.split(r"\r\n|\r|\n", text)
     offsets = [0] + [match.end() for match in re.finditer(r"\r\n|\r|\n", text)]
-    for match in _REFERENCE_IMPORT_START.finditer(text):
-        row = bisect.bisect_right(offsets, match.start()) - 1
+    for row, offset in enumerate(offsets):  # every line, whatever its line break
+        match = _REFERENCE_IMPORT_START.match(text, offset)
+        if match is None:
+            continue
         if match.group(1) and not _reference_in_top_level_block(lines, row):
             continue
         end = row

@@ -15,7 +15,8 @@ from amplint.project.records import ImportedName
 from amplint.sourcefile import LINE_BREAK
 
 
-_IMPORT_START = re.compile(r"^([ \t]*)(?:from[ \t]+[\w.]+[ \t]+import\b|import[ \t]+\w)", re.MULTILINE)
+# Matched at a line's start (after any of Python's line breaks: a lone ``\r`` too).
+_IMPORT_START = re.compile(r"([ \t]*)(?:from[ \t]+[\w.]+[ \t]+import\b|import[ \t]+\w)")
 # A line break followed by a line that starts with neither a space nor ``#``.
 _TOP_LEVEL_LINE = re.compile(r"[\r\n](?=[^\s#])")
 _BLOCK_OPENERS = ("try", "except", "else", "if ", "elif ", "finally")
@@ -34,7 +35,8 @@ def scan_imports(text: str) -> tuple[ImportedName, ...]:
     tried = -1
     at = text.find("import")
     while at >= 0:
-        start = text.rfind("\n", 0, at) + 1  # where ``^`` could match: every match holds ``import``
+        # The start of the line that holds this ``import`` (every statement found holds one).
+        start = max(text.rfind("\n", 0, at), text.rfind("\r", 0, at)) + 1
         at = text.find("import", at + 6)
         if start == tried:
             continue
