@@ -130,3 +130,38 @@ def test_the_table_lives_beside_amplints_bytecode_and_is_named_for_the_interpret
     assert path is not None
     assert path.parent.name == "__pycache__" or sys.pycache_prefix
     assert path.name == f"dataclass-code-parsing.{sys.implementation.cache_tag}.marshal"
+
+
+_FRESH_INTERPRETER = """
+import sys
+import amplint.dataclass_code  # the first import of dataclasses in this process
+import dataclasses
+
+stand_in = type(dataclasses.inspect).__name__
+before = "inspect" in sys.modules
+
+@dataclasses.dataclass
+class Point:
+    x: int
+    y: str = "a"
+
+import inspect
+print(stand_in, before, Point.__doc__, dataclasses.inspect is inspect, sys.modules["inspect"] is inspect)
+"""
+
+
+def test_dataclasses_imports_inspect_only_when_it_needs_it():
+    out = subprocess.run([sys.executable, "-c", _FRESH_INTERPRETER], capture_output=True, text=True, check=True).stdout
+    stand_in, before, *doc, same_in_dataclasses, same_in_sys_modules = out.split()
+    # dataclasses started with the stand-in, and nothing had imported inspect yet...
+    assert (stand_in, before) == ("_InspectOnFirstUse", "False")
+    # ...a class without a docstring still gets the one dataclasses writes from its signature,
+    # and from then on dataclasses and everyone else share the real module.
+    assert " ".join(doc) == "Point(x: int, y: str = 'a')"
+    assert (same_in_dataclasses, same_in_sys_modules) == ("True", "True")
+
+
+def test_dataclasses_imported_before_amplint_is_left_alone():
+    code = "import dataclasses, inspect\nimport amplint.dataclass_code\nprint(dataclasses.inspect is inspect)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["True"]

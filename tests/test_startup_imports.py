@@ -66,6 +66,8 @@ def test_a_clean_run_imports_no_libcst_and_no_rule_module(project, args):
     assert loaded(modules, ("amplint.rules.amp",)) == []
     assert loaded(modules, ("amplint.cache",)) == []
     assert loaded(modules, ("click",)) == []  # cli_fastparse reads the command line
+    if sys.version_info < (3, 12):  # from 3.12 dataclasses reads every class's annotations with inspect
+        assert "inspect" not in modules
 
 
 def test_a_clean_stdin_run_imports_no_libcst(project):

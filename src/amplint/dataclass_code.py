@@ -17,14 +17,52 @@ writing it costs speed, never correctness: the sources are then simply compiled.
 from __future__ import annotations
 
 import builtins
-import dataclasses
 import marshal
 import os
 import sys
+import types
 from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib.util import MAGIC_NUMBER, cache_from_source
 from pathlib import Path
+
+
+class _InspectOnFirstUse(types.ModuleType):
+    """Stands for ``inspect`` in ``dataclasses`` until ``dataclasses`` uses it.
+
+    On Python 3.10 and 3.11 ``dataclasses`` uses ``inspect`` only to write a docstring for a
+    class that has none, and importing it (with ``dis``) is a twentieth of a run that prints
+    "All checks passed!". The first attribute read imports the real module, which then replaces
+    this one in ``dataclasses``; ``sys.modules`` holds this stand-in only while ``dataclasses``
+    is imported, so every other ``import inspect`` gets the real module.
+    """
+
+    def __getattr__(self, name: str):
+        import importlib
+
+        if sys.modules.get("inspect") is self:  # used while dataclasses is still being imported
+            del sys.modules["inspect"]
+        real = importlib.import_module("inspect")
+        sys.modules["dataclasses"].inspect = real
+        return getattr(real, name)
+
+
+def _import_dataclasses():
+    if "dataclasses" in sys.modules or "inspect" in sys.modules:
+        import dataclasses
+
+        return dataclasses
+    stand_in = _InspectOnFirstUse("inspect")
+    sys.modules["inspect"] = stand_in
+    try:
+        import dataclasses
+    finally:
+        if sys.modules.get("inspect") is stand_in:
+            del sys.modules["inspect"]
+    return dataclasses
+
+
+dataclasses = _import_dataclasses()
 
 # Sources from other versions of the imported libraries stop being looked up but stay in the
 # table; past this size a write keeps only what the last run used.
