@@ -14,10 +14,11 @@ The key is ``sha256(text, filename, amplint version, settings fingerprint)``, so
 rename, a setting or an upgrade all miss. An entry whose lint asked the project about the file's
 imports records the questions and a digest of the answers, and is used only while the project
 gives the same answers (:mod:`amplint.project.deferred`): an edit to ``utils.py`` misses for
-``train.py``, whose lint summarised it, and not for the files whose lint never asked. Entries are written to a temporary file and renamed
-into place, so concurrent runs (pre-commit in parallel, two terminals) never see half an entry;
-a corrupt or unreadable entry is a miss. Entries unused for 30 days are pruned (at most once a
-day, by :meth:`Cache.prune`), and so are other versions' folders.
+``train.py``, whose lint summarised it, and not for the files whose lint never asked. Entries
+are written to a temporary file and renamed into place, so concurrent runs (pre-commit in
+parallel, two terminals) never see half an entry; a corrupt or unreadable entry is a miss.
+Entries unused for 30 days are pruned (at most once a day, by :meth:`Cache.prune`), and so are
+other versions' folders.
 
 The cache folder is often a path the user typed, so it is handled as someone else's folder:
 :func:`check_cache_root` refuses a symbolic link, the project root, the home folder, a folder
@@ -48,7 +49,7 @@ CACHE_DIR_NAME = ".amplint_cache"
 MAX_AGE_S = 30 * 24 * 3600
 TOUCH_AFTER_S = 24 * 3600  # refresh an entry's mtime ("last used") at most daily
 PRUNE_EVERY_S = 24 * 3600
-FORMAT = 3  # entries carry their key and the project digest their lint read, and are validated on read
+FORMAT = 3  # entries carry their key and what their lint asked of the project, and are validated on read
 _PRUNE_MARKER = ".last-prune"
 _VERSION_MARKER = ".amplint-cache"
 _TAG_NAME = "CACHEDIR.TAG"
