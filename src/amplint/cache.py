@@ -21,7 +21,7 @@ Entries unused for 30 days are pruned (at most once a day, by :meth:`Cache.prune
 other versions' folders.
 
 The cache folder is often a path the user typed, so it is handled as someone else's folder:
-:func:`check_cache_root` refuses a symbolic link, the project root, the home folder, a folder
+:func:`~amplint.cache_root.check_cache_root` refuses a symbolic link, the project root, the home folder, a folder
 holding a linted path and any non-empty folder that is not an amplint cache; pruning never
 recurses and deletes only files whose names amplint itself writes, inside version folders that
 carry amplint's marker, never through a symbolic link.
@@ -38,11 +38,18 @@ import os
 import re
 import tempfile
 import time
-from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
 
 from amplint.cache_entries import valid_entry
+from amplint.cache_root import (  # noqa: F401  (re-exported: the cache is where callers look for them)
+    _TAG,
+    _TAG_NAME,
+    CacheDirError,
+    _is_empty,
+    check_cache_root,
+    is_amplint_cache,
+)
 from amplint.model import FileError, FileResult, Finding
 
 CACHE_DIR_NAME = ".amplint_cache"
@@ -52,13 +59,10 @@ PRUNE_EVERY_S = 24 * 3600
 FORMAT = 3  # entries carry their key and what their lint asked of the project, and are validated on read
 _PRUNE_MARKER = ".last-prune"
 _VERSION_MARKER = ".amplint-cache"
-_TAG_NAME = "CACHEDIR.TAG"
-_TAG_SIGNATURE = "Signature: 8a477f597d28d172789f06886806bc55"
 # names amplint writes inside a version folder: nothing else there is ever deleted
 _ENTRY_NAME = re.compile(r"[0-9a-f]{64}\.(?:json|summary)")
 _TMP_PREFIX = ".tmp-"
 _VERSION_NAME = re.compile(r"\d+\.\d+[0-9A-Za-z.+!-]*-[0-9a-f]{12}")
-_TAG = "Signature: 8a477f597d28d172789f06886806bc55\n# This file is a cache directory tag created by amplint.\n"
 
 
 @lru_cache(maxsize=1)
@@ -78,63 +82,6 @@ def cache_version() -> str:
                     continue
                 digest.update(f"{os.path.relpath(os.path.join(root, name), package)}:{st.st_size}:{st.st_mtime_ns}\n".encode())
     return f"{amplint.__version__}-{digest.hexdigest()[:12]}"
-
-
-class CacheDirError(Exception):
-    """The cache folder is not one amplint may write to or prune; the message says why."""
-
-
-def is_amplint_cache(root: Path) -> bool:
-    """``root`` holds amplint's ``CACHEDIR.TAG`` (a regular file, not a link)."""
-    tag = root / _TAG_NAME
-    try:
-        if tag.is_symlink() or not tag.is_file():
-            return False
-        head = tag.read_text(encoding="utf-8", errors="replace")[:512]
-    except OSError:
-        return False
-    return head.startswith(_TAG_SIGNATURE) and "amplint" in head
-
-
-def check_cache_root(given: Path, *, project_root: Path, linted: Iterable[Path]) -> None:
-    """Raise :class:`CacheDirError` unless ``given`` is safe to use as amplint's cache folder.
-
-    Safe means: not a symbolic link, not a file, not the project root, the home folder, the
-    file-system root or a folder that holds a linted path, and either missing, empty or already
-    an amplint cache.
-    """
-    if given.is_symlink():
-        raise CacheDirError(
-            f"cache directory {given} is a symbolic link; amplint does not follow it "
-            "(remove the link, or pass --cache-dir DIR or --no-cache)"
-        )
-    if given.exists() and not given.is_dir():
-        raise CacheDirError(f"cache directory {given} exists and is not a directory")
-    resolved = given.resolve()
-    reserved = {
-        Path(resolved.anchor): "the file-system root",
-        project_root.resolve(): "the project root",
-    }
-    try:
-        reserved.setdefault(Path.home().resolve(), "your home directory")
-    except (RuntimeError, KeyError, OSError):
-        pass
-    if resolved in reserved:
-        raise CacheDirError(f"cache directory {given} is {reserved[resolved]}; choose a folder of its own")
-    for path in linted:
-        path = path.resolve()
-        if path == resolved or resolved in path.parents:
-            raise CacheDirError(f"cache directory {given} contains the linted path {path}; choose a folder of its own")
-    if resolved.is_dir() and not is_amplint_cache(resolved):
-        try:
-            empty = _is_empty(resolved)
-        except OSError as exc:
-            raise CacheDirError(f"cache directory {given} cannot be read ({exc.strerror or exc})") from None
-        if not empty:
-            raise CacheDirError(
-                f"cache directory {given} is not empty and is not an amplint cache; "
-                "choose a new or empty folder"
-            )
 
 
 @lru_cache(maxsize=16)
@@ -340,11 +287,6 @@ class Cache:
         except OSError:
             pass
         return removed
-
-
-def _is_empty(folder: Path) -> bool:
-    with os.scandir(folder) as entries:
-        return next(entries, None) is None
 
 
 def _write_new(path: Path, content: str) -> None:
