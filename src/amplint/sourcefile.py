@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import codecs
 import io
+import os
 import re
 import stat
 import tokenize
@@ -67,6 +68,19 @@ def decode_source(data: bytes, name: str) -> SourceText:
             "add a coding declaration or save the file as UTF-8"
         ) from None
     return SourceText(text=text, encoding=encoding, bom=bom)
+
+
+def read_bytes_or_none(path: str | os.PathLike) -> bytes | None:
+    """What :func:`read_bytes` reads, or ``None`` where it would raise: for the project pass,
+    which reads files a rule may never report on, so without ``Path`` objects or messages."""
+    try:
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_FILE_BYTES:
+            return None
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError:
+        return None
 
 
 def read_bytes(path: Path) -> bytes:

@@ -9,9 +9,8 @@ of library imports are not followed, so linting one model file does not read its
 from __future__ import annotations
 
 import bisect
-import os
 import re
-import stat
+
 TYPE_CHECKING = False  # typing itself is not imported: a clean run does not need it
 if TYPE_CHECKING:
     from amplint.project.records import ModuleSummary
@@ -45,10 +44,10 @@ def asked_imports(job, data: bytes | None = None) -> ModuleSummary | None:
     none: it holds no scaler, the prefilter skips it, or no import is called with training state.
     ``data``: the file's bytes, when already read."""
     from amplint.selection import may_have_findings
-    from amplint.sourcefile import SourceError, decode_source
+    from amplint.sourcefile import SourceError, decode_source, read_bytes_or_none
 
     if data is None:
-        data = _read_regular_file(job.path)
+        data = read_bytes_or_none(job.path)
     if data is None or not may_ask(data) or not may_have_findings(data, job.settings, job.display or job.path):
         return None
     try:
@@ -62,21 +61,6 @@ def asked_imports(job, data: bytes | None = None) -> ModuleSummary | None:
     handed = names_handed_training_state(text, {name.local for name in imports})
     found = tuple(name for name in imports if name.local in handed)
     return ModuleSummary(imports=found) if found else None
-
-
-def _read_regular_file(path: str) -> bytes | None:
-    """What ``sourcefile.read_bytes`` reads, or ``None`` where it raises; read once for every
-    file of a run, so without its ``Path`` objects and messages."""
-    from amplint.sourcefile import MAX_FILE_BYTES
-
-    try:
-        info = os.stat(path)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_FILE_BYTES:
-            return None
-        with open(path, "rb") as handle:
-            return handle.read()
-    except OSError:
-        return None
 
 
 def names_handed_training_state(text: str, names: set[str]) -> set[str]:

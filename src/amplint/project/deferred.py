@@ -84,7 +84,9 @@ class DeferredContext:
         files = self._files_named(local)
         if kind == REACH:
             return [ProjectIndex.display(file, Path(normalized(self.path))) for file in files]
-        return any(_may_spell(data, "GradScaler") for data in map(_module_bytes, files) if data is not None)
+        from amplint.sourcefile import read_bytes_or_none
+
+        return any(_may_spell(data, "GradScaler") for data in map(read_bytes_or_none, files) if data is not None)
 
     def _files_named(self, local: str) -> list[Path]:
         importer = Path(normalized(self.path))
@@ -155,11 +157,3 @@ def _may_spell(data: bytes, identifier: str) -> bool:
     except SourceError:
         return True
     return identifier in unicodedata.normalize("NFKC", text)
-
-
-def _module_bytes(path: Path) -> bytes | None:
-    try:
-        with open(path, "rb") as handle:
-            return handle.read()
-    except OSError:
-        return None
