@@ -79,14 +79,13 @@ class CheckpointHelperFacts:
 
     def __init__(self, facts) -> None:
         self.facts = facts
-        self._scalers_by_scope: dict[int, list[str]] = {}
 
     def calls(self):
         facts = self.facts
         for site in facts.calls:
             # A call with no scaler in scope cannot leave one out; asked first, because asking
             # for the callee of an imported name reads the project.
-            if not self._scalers_at(site):
+            if not facts.checkpointed_scalers(site.ctx):
                 continue
             callee = self.callee(site)
             if callee is None:
@@ -98,13 +97,6 @@ class CheckpointHelperFacts:
             found = self._read(site, callee, side)
             if found is not None:
                 yield found
-
-    def _scalers_at(self, site) -> list[str]:
-        """``checkpointed_scalers`` at ``site``: a question of its scope alone, asked once per scope."""
-        scope = site.ctx.scope
-        if id(scope) not in self._scalers_by_scope:
-            self._scalers_by_scope[id(scope)] = self.facts.checkpointed_scalers(site.ctx)
-        return self._scalers_by_scope[id(scope)]
 
     def callee(self, site) -> Callee | None:
         """The project function ``site`` calls, else a library checkpointer it builds."""
@@ -137,7 +129,7 @@ class CheckpointHelperFacts:
         bound = _bound_arguments(site.node, callee)
         if bound is None:
             return None
-        scalers = self._scalers_at(site)
+        scalers = facts.checkpointed_scalers(site.ctx)
         if not scalers or any(facts.mentions_scaler(value, scalers) for value in bound.values()):
             return None
         if any(p in DELEGATING_KEYWORDS or S.dotted(v) == "self" for p, v in bound.items()):

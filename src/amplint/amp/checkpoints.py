@@ -293,12 +293,19 @@ class CheckpointFacts:
 
     # -- the scalers a checkpoint should hold
     def checkpointed_scalers(self, ctx: Context) -> list[str]:
-        """The GradScalers whose state a checkpoint written at ``ctx`` should hold.
+        """The GradScalers whose state a checkpoint written at ``ctx`` should hold (a question of
+        ``ctx``'s scope alone, answered once per scope; the list is shared, not to be changed).
 
         Scalers that may be enabled and are really used: a local, a parameter, ``self.x`` used in
         the same class, else a module-level scaler (a function's own scaler is the one it
         checkpoints, not a global). Optional scalers (``None`` on some path) are left out.
         """
+        by_scope: dict[int, list[str]] = self.__dict__.setdefault("_checkpointed_scalers_by_scope", {})
+        if id(ctx.scope) not in by_scope:
+            by_scope[id(ctx.scope)] = self._find_checkpointed_scalers(ctx)
+        return by_scope[id(ctx.scope)]
+
+    def _find_checkpointed_scalers(self, ctx: Context) -> list[str]:
         out: list[str] = []
         module_level: list[str] = []
         function = self.function_of(ctx.scope)
