@@ -1,4 +1,4 @@
-from amplint.cli import main
+from amplint.cli import console_main
 
 if __name__ == "__main__":
-    main()
+    console_main()

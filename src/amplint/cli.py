@@ -53,8 +53,9 @@ def _plain_check(args: list[str]) -> tuple[list[str], dict] | None:
 def _import_check_modules() -> None:
     """Import what every ``check`` run uses, reusing the compiled code of their dataclasses."""
     from amplint.dataclass_code import reused_dataclass_code
+    from amplint.gc_policy import importing
 
-    with reused_dataclass_code("startup"):
+    with importing(), reused_dataclass_code("startup"):
         import amplint.cli_check  # noqa: F401
         import amplint.discovery  # noqa: F401
         import amplint.engine  # noqa: F401
@@ -86,6 +87,14 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(EXIT_ERROR)
 
 
+def console_main() -> None:
+    """The ``amplint`` command (and ``python -m amplint``): ``main`` in a process of its own."""
+    from amplint.gc_policy import start_short_command
+
+    start_short_command()
+    main()
+
+
 def __getattr__(name: str):
     # `from amplint.cli import main_group` (tests, embedding code) still works, importing click then.
     if name in ("main_group", "AmplintGroup", "check_command"):
@@ -96,4 +105,4 @@ def __getattr__(name: str):
 
 
 if __name__ == "__main__":  # pragma: no cover
-    main()
+    console_main()

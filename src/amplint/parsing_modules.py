@@ -17,8 +17,9 @@ def import_parsing_modules() -> None:
     if "amplint.fix.apply" in sys.modules:
         return
     from amplint.dataclass_code import reused_dataclass_code
+    from amplint.gc_policy import importing
 
-    with reused_dataclass_code("parsing"):
+    with importing(), reused_dataclass_code("parsing"):
         import libcst  # noqa: F401
 
         import amplint.amp  # noqa: F401
