@@ -11,7 +11,8 @@ import pytest
 
 from amplint.model import FixSafety, Severity
 from amplint.rules import all_rules
-from amplint.rules.catalog import FIELDS, PACKAGE, PACKAGE_DIR, Unreadable, read_rules, rule_catalog, rule_module_names
+from amplint.rules.catalog import PACKAGE, PACKAGE_DIR, rule_catalog, rule_module_names
+from amplint.rules.source_metadata import FIELDS, Unreadable, read_rules
 
 
 def _read_shipped() -> dict:
@@ -132,3 +133,98 @@ def test_what_is_not_plain_is_unreadable(body):
 def test_a_rule_with_another_base_is_not_read():
     with pytest.raises(Unreadable):
         read_rules('class Toy(OtherRule):\n    code = "AMP990"\n', "toy")
+
+
+# --------------------------------------------------------------------------- the table of a read
+
+
+@pytest.fixture
+def catalog_table(tmp_path, monkeypatch):
+    """The catalog's table at a path of the test's own, written whenever a read makes one."""
+    from amplint import bytecode_tables
+    from amplint.rules import catalog
+
+    path = tmp_path / "rule-catalog.marshal"
+    monkeypatch.setattr(bytecode_tables, "table_path", lambda name: path if name == "rule-catalog" else None)
+    monkeypatch.setattr(bytecode_tables, "may_write", lambda: True)
+    catalog._read_package.cache_clear()
+    yield path
+    catalog._read_package.cache_clear()
+
+
+def _fresh_read():
+    from amplint.rules import catalog
+
+    catalog._read_package.cache_clear()
+    return catalog._read_package()
+
+
+def test_a_read_writes_a_table_that_the_next_read_returns_unchanged(catalog_table, monkeypatch):
+    from amplint.rules import source_metadata
+
+    from_sources = _fresh_read()
+    assert catalog_table.exists()
+    assert from_sources == _read_shipped()
+
+    def no_parse(*args):
+        raise AssertionError("read from source although the table matches")
+
+    monkeypatch.setattr(source_metadata, "read_rules", no_parse)
+    from_table = _fresh_read()
+    assert from_table == from_sources
+    for code, info in from_table.items():
+        assert type(info.severity) is Severity and type(info.fix_safety) is FixSafety, code
+
+
+def test_a_changed_source_is_read_again(catalog_table, monkeypatch):
+    from amplint import bytecode_tables
+    from amplint.rules import catalog
+
+    _fresh_read()
+    table = bytecode_tables.read_table(catalog_table)
+    # A table of other sources (as after an edit of a rule module): its rows must not be used.
+    (first, *rest), readers = table["key"]
+    table["key"] = ((first[0], first[1] + 1, first[2]), *rest), readers
+    table["rules"] = [(row[0], "stale-name", *row[2:]) for row in table["rules"]]
+    bytecode_tables.write_table(catalog_table, table)
+    infos = _fresh_read()
+    assert "stale-name" not in {info.name for info in infos.values()}
+    assert infos == _read_shipped()
+    assert bytecode_tables.read_table(catalog_table)["key"] == catalog._sources_key(
+        {name: (Path(PACKAGE_DIR) / f"{name}.py").read_bytes() for name in rule_module_names()})
+
+
+@pytest.mark.parametrize("content", [b"", b"not a table", b"\x00" * 64], ids=["empty", "garbage", "zeros"])
+def test_an_unreadable_table_costs_a_read_from_source(catalog_table, content):
+    catalog_table.write_bytes(content)
+    assert _fresh_read() == _read_shipped()
+
+
+def test_no_table_is_written_where_python_writes_no_bytecode(catalog_table, monkeypatch):
+    from amplint import bytecode_tables
+
+    monkeypatch.setattr(bytecode_tables, "may_write", lambda: False)
+    assert _fresh_read() == _read_shipped()
+    assert not catalog_table.exists()
+
+
+def test_a_clean_run_with_the_table_parses_no_rule_source(tmp_path):
+    # Two real runs of the command, bytecode writing allowed: the first leaves the table, the
+    # second neither imports ast nor the source reader.
+    import json
+    import os
+
+    (tmp_path / "plain.py").write_text("import os\n\nprint(os.getcwd())\n")
+    probe = (
+        "import json, sys\n"
+        "from amplint.cli import main\n"
+        "try:\n    main(['check', '--no-cache', 'plain.py'])\nexcept SystemExit:\n    pass\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m in ('ast', 'amplint.rules.source_metadata'))))\n"
+    )
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = str(tmp_path / "pycache")  # this test's own bytecode and tables
+    runs = [subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True, check=True)
+            for _ in range(2)]
+    first, second = (json.loads(run.stdout.splitlines()[-1]) for run in runs)
+    assert "amplint.rules.source_metadata" in first
+    assert second == []

@@ -7,24 +7,21 @@ is most of what linting one file costs. Source text compiles to the same code ob
 so while the parsing modules are imported, ``dataclasses`` gets an ``exec`` that looks each source
 up in a table of code objects compiled by an earlier run, and compiles only what is new.
 
-The table lives beside amplint's own bytecode (``__pycache__``, honouring ``sys.pycache_prefix``),
-is named for the interpreter (``cpython-311``) and starts with the interpreter's bytecode magic
-number; it is written, atomically, only when something was compiled and only when Python itself
-may write bytecode (not under ``-B`` or ``PYTHONDONTWRITEBYTECODE``). Any problem reading or
-writing it costs speed, never correctness: the sources are then simply compiled.
+The table lives beside amplint's own bytecode (``bytecode_tables``) and is written only when
+something was compiled. Any problem reading or writing it costs speed, never correctness: the
+sources are then simply compiled.
 """
 
 from __future__ import annotations
 
 import builtins
-import marshal
-import os
 import sys
 import types
 from collections.abc import Iterator
 from contextlib import contextmanager
-from importlib.util import MAGIC_NUMBER, cache_from_source
 from pathlib import Path
+
+from amplint import bytecode_tables
 
 
 class _InspectOnFirstUse(types.ModuleType):
@@ -75,36 +72,7 @@ def table_path(phase: str) -> Path | None:
     One table per phase of a run (start-up, parsing), so that a run that never parses a file
     reads only the small start-up table.
     """
-    try:
-        module_cache = Path(cache_from_source(os.path.join(os.path.dirname(__file__), "__init__.py")))
-    except NotImplementedError:  # sys.implementation.cache_tag is None
-        return None
-    tag = module_cache.name.split(".")[1]  # __init__.cpython-311.pyc -> cpython-311
-    return module_cache.with_name(f"dataclass-code-{phase}.{tag}.marshal")
-
-
-def _read(path: Path) -> dict[str, object]:
-    try:
-        data = path.read_bytes()
-        if not data.startswith(MAGIC_NUMBER):
-            return {}
-        table = marshal.loads(data[len(MAGIC_NUMBER):])
-    except (OSError, ValueError, EOFError, TypeError):
-        return {}
-    return table if isinstance(table, dict) else {}
-
-
-def _write(path: Path, table: dict[str, object]) -> None:
-    temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary.write_bytes(MAGIC_NUMBER + marshal.dumps(table))
-        os.replace(temporary, path)
-    except (OSError, ValueError):
-        try:
-            temporary.unlink()
-        except OSError:
-            pass
+    return bytecode_tables.table_path(f"dataclass-code-{phase}")
 
 
 @contextmanager
@@ -114,7 +82,7 @@ def reused_dataclass_code(phase: str, path: Path | None = None) -> Iterator[None
     if path is None or "exec" in vars(dataclasses):  # no bytecode, or already inside the block
         yield
         return
-    known = _read(path)
+    known = bytecode_tables.read_table(path)
     used: dict[str, object] = {}
     compiled = 0
 
@@ -134,6 +102,6 @@ def reused_dataclass_code(phase: str, path: Path | None = None) -> Iterator[None
         yield
     finally:
         del dataclasses.exec
-    if compiled and not sys.dont_write_bytecode:
+    if compiled and bytecode_tables.may_write():
         merged = {**known, **used}
-        _write(path, merged if len(merged) <= MAX_ENTRIES else used)
+        bytecode_tables.write_table(path, merged if len(merged) <= MAX_ENTRIES else used)

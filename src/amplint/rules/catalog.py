@@ -1,27 +1,23 @@
-"""Every rule's metadata, read from the rule modules' source without importing them.
+"""Every rule's metadata, without importing the rule modules.
 
 Importing a rule module imports libcst and the facts layer, most of a one-file run's start-up,
 yet a run whose files all fail the prefilter needs only each rule's code, default and triggers.
-Those are literal class attributes, so they are read from the source with ``ast``, parsing only
-the rule class up to its last metadata line (the docstring and the metadata): the examples and
-the check logic are most of the parsing cost (figures in docs/performance.md).
+``source_metadata`` reads them from the modules' source; what it read is kept in a table beside
+amplint's bytecode (``bytecode_tables``), keyed by the checksums of the sources it read, so that
+the next run reads the table instead of parsing (figures in docs/performance.md).
 
-A rule whose metadata this cannot read (values that are not literals or constants of
-``amplint.rules.base``, a base class other than ``Rule``) is imported instead: slower, never
-wrong. ``tests/test_rule_catalog.py`` checks that every shipped rule is read, and read exactly
-as its class declares.
+A rule whose metadata cannot be read that way is imported instead: slower, never wrong.
+``tests/test_rule_catalog.py`` checks that every shipped rule is read, and read exactly as its
+class declares, from the sources and from the table.
 """
 
 from __future__ import annotations
 
-import ast
 import importlib
-import itertools
 import os
-import re
-import warnings
 from functools import lru_cache
 
+from amplint import bytecode_tables
 from amplint.model import FixSafety, Severity
 from amplint.rules import base
 from amplint.rules.metadata import RuleInfo
@@ -36,13 +32,6 @@ if TYPE_CHECKING:
 
 PACKAGE = "amplint.rules"
 PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
-FIELDS = ("code", "name", "summary", "severity", "fix_safety", "default_enabled", "triggers", "focus_tokens")
-_ENUMS = {"FixSafety": FixSafety, "Severity": Severity}
-_RULE_CLASS = re.compile(r"^class[ \t]+\w+[ \t]*\([ \t]*Rule[ \t]*\)[ \t]*:", re.MULTILINE)
-
-
-class Unreadable(Exception):
-    """The rule's metadata is not plain enough to read without running its module."""
 
 
 def rule_module_names() -> tuple[str, ...]:
@@ -67,108 +56,65 @@ def rule_catalog() -> dict[str, RuleEntry]:
 
 @lru_cache(maxsize=1)
 def _read_package() -> dict[str, RuleInfo]:
+    """The package's rules read from source, or from the table of a run that read these sources."""
+    names = rule_module_names()
+    sources = {name: _source_bytes(os.path.join(PACKAGE_DIR, f"{name}.py")) for name in names}
+    key = _sources_key(sources)
+    path = bytecode_tables.table_path("rule-catalog")
+    if path is not None:
+        table = bytecode_tables.read_table(path)
+        if table.get("key") == key:
+            return {row[0]: _info_from_row(row) for row in table["rules"]}
+    from amplint.rules.source_metadata import Unreadable, read_rules
+
     infos: dict[str, RuleInfo] = {}
-    for name in rule_module_names():
+    complete = True
+    for name in names:
         module = f"{PACKAGE}.{name}"
         try:
-            with open(os.path.join(PACKAGE_DIR, f"{name}.py"), encoding="utf-8") as handle:
-                found = read_rules(handle.read(), module)
+            found = read_rules(sources[name].decode("utf-8"), module)
         except (UnicodeDecodeError, Unreadable):
             importlib.import_module(module)  # registers its classes in base.RULES
+            complete = False
             continue
         infos.update((info.code, info) for info in found)
+    if complete and path is not None and bytecode_tables.may_write():
+        bytecode_tables.write_table(path, {"key": key, "rules": [_row_of(info) for info in infos.values()]})
     return infos
 
 
-def read_rules(source: str, module: str) -> list[RuleInfo]:
-    """The metadata of each ``class X(Rule)`` in a rule module's source; raises :class:`Unreadable`.
-
-    Parses from the first rule class to just past the last line that could assign a metadata
-    field at the class body's indentation. Every real class-level assignment matches that
-    pattern, so none is left out; a match inside a string only makes the parsed part longer.
-    """
-    first = _RULE_CLASS.search(source)
-    if first is None:
-        raise Unreadable(f"{module}: no `class ...(Rule):` found")
-    indent = _body_indent(source, first.end())
-    fields = re.compile(rf"^{indent}(?:{'|'.join(FIELDS)})[ \t]*[:=]", re.MULTILINE)
-    last = None
-    for last in fields.finditer(source, first.end()):
-        pass
-    if last is None:
-        raise Unreadable(f"{module}: no metadata assignment found")
-    tree = _parse_prefix(source, first.start(), last.end(), indent, module)
-    infos = [
-        _info(node.body, module)
-        for node in tree.body
-        if isinstance(node, ast.ClassDef) and _is_rule_base(node.bases)
-    ]
-    if not infos:
-        raise Unreadable(f"{module}: no rule class parsed")
-    return infos
+# What the metadata read depends on besides the rule modules: the reader, the constants and
+# enums a rule may name, and the table's rows.
+_READER_SOURCES = tuple(os.path.join(PACKAGE_DIR, *parts) for parts in (
+    ("source_metadata.py",), ("base.py",), ("catalog.py",), (os.pardir, "model.py"),
+))
 
 
-def _is_rule_base(bases: list[ast.expr]) -> bool:
-    return len(bases) == 1 and isinstance(bases[0], ast.Name) and bases[0].id == "Rule"
+def _source_bytes(path: str) -> bytes:
+    with open(path, "rb") as handle:
+        return handle.read()
 
 
-def _body_indent(source: str, class_end: int) -> str:
-    match = re.compile(r"^([ \t]+)\S", re.MULTILINE).search(source, class_end)
-    if match is None:
-        raise Unreadable("a rule class without a body")
-    return match.group(1)
+def _sources_key(sources: dict[str, bytes]) -> tuple:
+    """Names, sizes and checksums of the rule modules and the reader: the table's key."""
+    import zlib
+
+    def digest(data: bytes) -> tuple[int, int]:
+        return len(data), zlib.crc32(data)
+
+    rules = tuple((name, *digest(data)) for name, data in sources.items())
+    return rules, tuple(digest(_source_bytes(path)) for path in _READER_SOURCES)
 
 
-def _parse_prefix(source: str, start: int, after: int, indent: str, module: str) -> ast.Module:
-    """``source[start:cut]`` parsed, for the first statement boundary ``cut`` past ``after``.
-
-    A candidate boundary inside a string or brackets leaves the prefix unparsable, so the first
-    one that parses is a real statement boundary.
-    """
-    boundaries = re.compile(rf"^(?:{indent}[^\s#)\]}}]|[^\s#])", re.MULTILINE)
-    cuts = itertools.chain((match.start() for match in boundaries.finditer(source, after)), [len(source)])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # invalid escapes in examples are not ours to report
-        for cut in cuts:
-            try:
-                return ast.parse(source[start:cut])
-            except SyntaxError:
-                continue
-    raise Unreadable(f"{module}: the rule class does not parse")
+def _row_of(info: RuleInfo) -> tuple:
+    return (info.code, info.name, info.summary, info.module, info.docstring, info.severity.name,
+            info.fix_safety.name, info.default_enabled, info.triggers, info.focus_tokens)
 
 
-def _info(body: list[ast.stmt], module: str) -> RuleInfo:
-    values: dict[str, object] = {}
-    docstring = ""
-    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
-        docstring = body[0].value.value
-    for statement in body:
-        if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
-            target, value = statement.targets[0], statement.value
-        elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
-            target, value = statement.target, statement.value
-        else:
-            continue
-        if isinstance(target, ast.Name) and target.id in FIELDS:
-            values[target.id] = _value(value, module)
-    missing = [field for field in ("code", "name", "summary") if field not in values]
-    if missing:
-        raise Unreadable(f"{module}: no literal {', '.join(missing)}")
-    return RuleInfo(module=module, docstring=docstring, **values)  # type: ignore[arg-type]
+def _info_from_row(row: tuple) -> RuleInfo:
+    code, name, summary, module, docstring, severity, fix_safety, default_enabled, triggers, focus_tokens = row
+    return RuleInfo(code=code, name=name, summary=summary, module=module, docstring=docstring,
+                    severity=Severity[severity], fix_safety=FixSafety[fix_safety],
+                    default_enabled=default_enabled, triggers=triggers, focus_tokens=focus_tokens)
 
 
-def _value(node: ast.expr, module: str) -> object:
-    if isinstance(node, ast.Constant):
-        return node.value
-    if isinstance(node, ast.Tuple):
-        return tuple(_value(element, module) for element in node.elts)
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        return _value(node.left, module) + _value(node.right, module)  # type: ignore[operator]
-    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in _ENUMS:
-        try:
-            return _ENUMS[node.value.id][node.attr]
-        except KeyError:
-            raise Unreadable(f"{module}: unknown {node.value.id}.{node.attr}") from None
-    if isinstance(node, ast.Name) and node.id.isupper() and isinstance(getattr(base, node.id, None), (str, tuple)):
-        return getattr(base, node.id)
-    raise Unreadable(f"{module}: metadata value {ast.dump(node)[:60]} is not a literal")
