@@ -252,12 +252,28 @@ class Job:
     cache_dir: str | None = None
     edits: bool = False  # compute fix edits (json/sarif output)
     # Named on the command line (pre-commit names every file): a syntax error is
-    # reported even when the prefilter skips the file, at the cost of a quick compile.
+    # reported even when the prefilter skips the file, at the cost of a quick parse.
     explicit: bool = False
     notebook: bool | None = None  # read as a notebook (None: when the name ends in .ipynb)
     # What this file's same-project imports reach (the project pass), read when a rule first
     # asks; None: the file asks about no import.
     project: ProjectContext | DeferredContext | None = None
+
+
+def check_syntax(data: bytes, filename: str) -> None:
+    """Raise ``SyntaxError`` where Python rejects ``data``, without building its ast.
+
+    The symbol table is built from the parser's C-level tree: cheaper than compiling to bytecode
+    (no code generation), and far cheaper than ``ast.parse``'s Python objects. It rejects a
+    little more than the parser (``nonlocal`` at module level, a duplicate argument); the lint
+    then decides with the parser's own verdict.
+    """
+    try:
+        from _symtable import symtable
+    except ImportError:  # pragma: no cover - an interpreter other than CPython
+        compile(data, filename, "exec", dont_inherit=True)
+        return
+    symtable(data, filename, "exec")
 
 
 def skipped_result(data: bytes, filename: str, explicit: bool, text: str | None = None) -> FileResult:
@@ -270,10 +286,7 @@ def skipped_result(data: bytes, filename: str, explicit: bool, text: str | None 
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                # To bytecode, not to an ast: building the ast's Python objects costs more than
-                # compiling. The compiler rejects a little more than the parser (``return``
-                # outside a function); the lint below decides with the parser's verdict.
-                compile(data, filename, "exec", dont_inherit=True)
+                check_syntax(data, filename)
         except SyntaxError:
             # Parse for real: the finding then comes with libcst's and Python's view of it.
             text = text if text is not None else data.decode("utf-8", errors="replace")
