@@ -7,11 +7,9 @@ import re
 from amplint.model import SYNTAX_ERROR_CODE
 
 # ``# noqa`` alone suppresses everything; ``# noqa: AMP001, AMP003`` only those
-# codes. Codes of other tools (``# noqa: E501``) must not suppress ours.
-_NOQA = re.compile(
-    r"#\s*noqa(?P<sep>\s*:\s*(?P<codes>[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*))?",
-    re.IGNORECASE,
-)
+# codes. Codes of other tools (``# noqa: E501``) must not suppress ours. Compiled on first use
+# (``re`` keeps it): a run that parses no file never needs it.
+_NOQA = r"(?i)#\s*noqa(?P<sep>\s*:\s*(?P<codes>[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*))?"
 
 UNSUPPRESSIBLE = frozenset({SYNTAX_ERROR_CODE})
 UNUSED_NOQA_CODE = "AMP100"  # the rule that reports a directive suppressing nothing
@@ -21,7 +19,7 @@ def suppressed_codes(line: str) -> frozenset[str] | None:
     """Codes suppressed on ``line``; ``None`` when nothing is, ``{"*"}`` for a bare noqa."""
     if "#" not in line:
         return None
-    match = _NOQA.search(line)
+    match = re.search(_NOQA, line)
     if match is None:
         return None
     if match.group("codes") is None:
@@ -38,7 +36,7 @@ def is_suppressed(code: str, line: str) -> bool:
 
 def directive(comment: str) -> re.Match | None:
     """The ``# noqa`` directive in ``comment`` (``codes`` group: its codes, absent for a bare one)."""
-    return _NOQA.search(comment)
+    return re.search(_NOQA, comment)
 
 
 def split_codes(codes: str) -> list[str]:

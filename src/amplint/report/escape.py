@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 # (tab aside), DEL, C1 controls (U+009B is a one-character CSI), the Unicode format characters
 # (bidi overrides and isolates such as U+202E, zero-width characters, the BOM), the line and
 # paragraph separators, and surrogates (undecodable bytes of a file name).
-_UNSAFE = re.compile(
+_UNSAFE = (
     "[\x00-\x08\x0a-\x1f\x7f-\x9f\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2"
     "\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2064\u2066-\u206f\ud800-\udfff\ufeff\ufff9-\ufffb"
     "\U000110bd\U000110cd\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a"
@@ -31,9 +31,11 @@ _UNSAFE = re.compile(
 )
 # json.dumps already escapes C0 controls inside strings; outside them only its own newlines
 # and spaces appear, which must stay.
-_UNSAFE_IN_JSON = re.compile("[" + _UNSAFE.pattern[1:].replace("\x00-\x08\x0a-\x1f", "", 1))
-_ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+_UNSAFE_IN_JSON = "[" + _UNSAFE[1:].replace("\x00-\x08\x0a-\x1f", "", 1)
+_ESCAPED_BYTE = "[\udc80-\udcff]"
+_LONE_SURROGATE = "[\ud800-\udfff]"
+# The patterns stay text, compiled (and kept in ``re``'s cache) on first use: a run that prints
+# "All checks passed!" never needs them.
 
 
 def _escaped_byte(match: re.Match) -> str:
@@ -42,10 +44,10 @@ def _escaped_byte(match: re.Match) -> str:
 
 def path_text(name: str) -> str:
     """A file name with each byte that was not UTF-8 shown as ``\\xNN`` (``b\\xff.py``)."""
-    if not _LONE_SURROGATE.search(name):
+    if not re.search(_LONE_SURROGATE, name):
         return name
-    name = _ESCAPED_BYTE.sub(_escaped_byte, name)
-    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", name)
+    name = re.sub(_ESCAPED_BYTE, _escaped_byte, name)
+    return re.sub(_LONE_SURROGATE, lambda m: f"\\u{ord(m.group()):04x}", name)
 
 
 def _visible(match: re.Match) -> str:
@@ -62,9 +64,9 @@ def _visible(match: re.Match) -> str:
 
 def terminal(text: str) -> str:
     """``text`` with every controlling character made visible, so it prints on one line as is."""
-    if not _UNSAFE.search(text):
+    if not re.search(_UNSAFE, text):
         return text
-    return _UNSAFE.sub(_visible, text)
+    return re.sub(_UNSAFE, _visible, text)
 
 
 def _json_escape(match: re.Match) -> str:
@@ -90,4 +92,4 @@ def dumps(value: Any, **kwargs: Any) -> str:
     import json  # only the machine-readable formats need it, not a run that prints text
 
     text = json.dumps(value, ensure_ascii=False, **kwargs)
-    return _UNSAFE_IN_JSON.sub(_json_escape, text)
+    return re.sub(_UNSAFE_IN_JSON, _json_escape, text)
