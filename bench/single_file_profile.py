@@ -3,7 +3,8 @@
 Usage: python bench/single_file_profile.py [FILE]   (default: the corpus file with a finding,
 transformers' models/nemotron/modeling_nemotron.py). Imports are timed in fresh interpreters,
 each after what the run has already imported by then; the work on the file is the median of 5
-runs in this process; the last row is the whole command, start-up included.
+runs in this process; the last rows are the whole command, start-up included, and the same
+command with the garbage collector left as the interpreter sets it.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ PARSING = "from amplint.parsing_modules import import_parsing_modules; import_pa
 # The same imports with every dataclass method compiled from source (no table of compiled code).
 TABLE = "import amplint.dataclass_code"
 NO_TABLE = "import amplint.dataclass_code as d; d.table_path = lambda phase: None"
+# The command's code as a library caller runs it: the collector left as it is (amplint/gc_policy.py).
+LIBRARY_MAIN = "import sys; from amplint.cli import main; main(sys.argv[1:])"
 REPEAT = 5
 
 
@@ -54,9 +57,21 @@ def _median(function) -> float:
     return statistics.median(runs)
 
 
+def _catalog_from_source(read_package, bytecode_tables) -> None:
+    table_path = bytecode_tables.table_path
+    bytecode_tables.table_path = lambda name: None
+    try:
+        read_package.__wrapped__()
+    finally:
+        bytecode_tables.table_path = table_path
+
+
 def main() -> None:
     from corpus import cache_dir  # bench/corpus.py
 
+    if sys.argv[1:2] in (["-h"], ["--help"]):
+        print(__doc__)
+        return
     path = Path(sys.argv[1]) if len(sys.argv) > 1 else cache_dir() / "src" / DEFAULT
     import libcst as cst
 
@@ -65,6 +80,7 @@ def main() -> None:
     from amplint.amp import FileFacts
     from amplint.focus import focus_source
     from amplint.positions import Positions
+    from amplint import bytecode_tables
     from amplint.rules.catalog import _read_package
     from amplint.settings import Settings
 
@@ -86,7 +102,8 @@ def main() -> None:
         ("import dataclasses (inspect, re, ...)", _import_seconds(TABLE)),
         ("import the rest of what a clean run needs", _import_seconds(LIGHT, after=TABLE)),
         ("  the same, dataclass code compiled from source", _import_seconds(LIGHT, after=NO_TABLE)),
-        ("read the rule catalog (ast, no rule module)", _median(_read_package.__wrapped__)),
+        ("read the rule catalog from its table", _median(_read_package.__wrapped__)),
+        ("  the same, read from the rule sources (ast)", _median(lambda: _catalog_from_source(_read_package, bytecode_tables))),
         ("import libcst, facts, positions, fixes", _import_seconds(PARSING, after=f"{TABLE}; {LIGHT}")),
         ("  the same, dataclass code compiled from source", _import_seconds(PARSING, after=f"{NO_TABLE}; {LIGHT}")),
         (f"import the {len(rules)} of {len(codes)} rules this file can trigger",
@@ -99,6 +116,8 @@ def main() -> None:
         ("whole lint_text, in process", _median(lambda: lint_text(text, str(path), settings, edits=False))),
         ("whole `amplint check --no-cache FILE`",
          _process_seconds([sys.executable, "-m", "amplint", "check", "--exit-zero", "--no-cache", str(path)])),
+        ("  the same, collector left as Python sets it",
+         _process_seconds([sys.executable, "-c", LIBRARY_MAIN, "check", "--exit-zero", "--no-cache", str(path)])),
     ]
     kept = sum(1 for line in focused.splitlines() if line.strip())
     print(f"file: {path} ({len(text.splitlines())} lines, {kept} non-blank lines parsed, {len(findings)} finding(s))")
