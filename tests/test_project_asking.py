@@ -4,7 +4,6 @@ hands training state to, and nothing for any other file of the run."""
 from __future__ import annotations
 
 import ast
-import bisect
 import random
 import re
 import textwrap
@@ -182,17 +181,15 @@ def test_imports_are_found_in_a_file_with_windows_line_endings():
 
 
 # The first implementations, kept to check the quicker ones against: a walk back from every
-# ``(``, the training-state words found by one alternation, and the text split into lines.
+# ``(``, with the training-state pattern searched in each call's reach, and the text split into
+# lines.
 def reference_names_handed_training_state(text: str, names: set[str]) -> set[str]:
     handed: set[str] = set()
-    state = None
     paren = text.find("(")
     while paren >= 0:
         head = _reference_call_head(text, paren)
-        if head is not None and head in names and head not in handed:
-            state = state or _ReferenceTrainingState(text)
-            if state.within(paren + 1, paren + 1 + 400):
-                handed.add(head)
+        if head is not None and head in names and _TRAINING_STATE.search(text, paren + 1, paren + 1 + 400):
+            handed.add(head)
         paren = text.find("(", paren + 1)
     return handed
 
@@ -213,46 +210,6 @@ def _reference_call_head(text: str, paren: int) -> str | None:
         if begin == 0 or text[begin - 1] != ".":
             return head
         end = begin - 1
-
-
-class _ReferenceTrainingState:
-    _WORDS = re.compile(r"optim|ckpt|checkpoint|state_dict|scaler|opt")
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.exact = not text.isascii() and any(char in text for char in "\u0130\u0131\u017f\u212a")
-        self.starts: list[int] = []
-        self.ends: list[tuple[int, int]] = []
-        if self.exact:
-            return
-        lowered = text.lower()
-        for match in self._WORDS.finditer(lowered):
-            start = match.start()
-            word = match.group()
-            at_least = exactly = -1
-            if word != "opt":
-                at_least = start + len(word)
-            if lowered.startswith("opt", start) and (start == 0 or not _is_word(text[start - 1])):
-                after = start + 3
-                if after == len(text) or not _is_word(text[after]):
-                    at_least = after
-                else:
-                    exactly = after
-            if at_least >= 0 or exactly >= 0:
-                self.starts.append(start)
-                self.ends.append((at_least, exactly))
-
-    def within(self, start: int, end: int) -> bool:
-        if self.exact:
-            return _TRAINING_STATE.search(self.text, start, end) is not None
-        end = min(end, len(self.text))
-        index = bisect.bisect_left(self.starts, start)
-        while index < len(self.starts) and self.starts[index] < end:
-            at_least, exactly = self.ends[index]
-            if 0 <= at_least <= end or exactly == end:
-                return True
-            index += 1
-        return False
 
 
 def _is_word(char: str) -> bool:
