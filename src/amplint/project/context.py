@@ -11,11 +11,11 @@ cache entry records, so that an edit to ``utils.py`` invalidates the cached resu
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from amplint.project.records import ModuleSummary
+from amplint.project.records import ImportedName, ModuleSummary
 from amplint.project.resolve import candidates, normalized
 
 
@@ -70,6 +70,15 @@ class ProjectIndex:
         ``../common/io.py``): what messages show, the same from any working directory."""
         return Path(os.path.relpath(path, importer.parent)).as_posix()
 
+    def candidate_files(self, importer: Path, imported: ImportedName) -> Iterator[tuple[Path, str | None]]:
+        """The module files ``imported`` may name, in the order Python would try them (not the
+        importing file itself), each with the attribute it would be imported from (or ``None``);
+        ``importer``: normalized. The files need not exist."""
+        for module_file, attribute in candidates(importer, imported, self.root):
+            key = normalized(module_file)
+            if key != str(importer):
+                yield Path(key), attribute
+
     def context_for(self, path: str, own: ModuleSummary | None) -> ProjectContext | None:
         """What ``path``'s imports reach in this index; ``None`` when they reach nothing."""
         if own is None or not own.imports:
@@ -78,15 +87,13 @@ class ProjectIndex:
         targets: list[ImportTarget] = []
         modules: dict[str, ModuleSummary] = {}
         for imported in own.imports:
-            for module_file, attribute in candidates(importer, imported, self.root):
-                if normalized(module_file) == str(importer):
-                    continue
+            for module_file, attribute in self.candidate_files(importer, imported):
                 summary = self.summary(module_file)
                 if summary is None:
                     continue
                 if attribute is not None and attribute not in summary.defined:
                     continue  # ``from pkg import name``: not defined there, perhaps the submodule
-                name = self.display(Path(normalized(module_file)), importer)
+                name = self.display(module_file, importer)
                 targets.append(ImportTarget(imported.local, name, attribute))
                 modules[name] = summary
                 break

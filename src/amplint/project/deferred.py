@@ -24,7 +24,7 @@ from pathlib import Path
 
 from amplint.project.context import ProjectContext, ProjectIndex
 from amplint.project.records import ModuleSummary
-from amplint.project.resolve import candidates, normalized
+from amplint.project.resolve import normalized
 
 REACH, BUILD, ALL = "reach", "build", "all"
 
@@ -90,12 +90,7 @@ class DeferredContext:
 
     def _files_named(self, local: str) -> list[Path]:
         importer = Path(normalized(self.path))
-        out: list[Path] = []
-        for module_file, _ in candidates(importer, self.imports[local], self.index.root):
-            key = normalized(module_file)
-            if key != str(importer) and Path(key).is_file():
-                out.append(Path(key))
-        return out
+        return [file for file, _ in self.index.candidate_files(importer, self.imports[local]) if file.is_file()]
 
     def _whole(self) -> ProjectContext | None:
         if not self._loaded:
