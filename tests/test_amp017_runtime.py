@@ -9,8 +9,6 @@ training and backs the scale off (amplint is silent); one that skips to the next
 
 from __future__ import annotations
 
-from textwrap import dedent
-
 import pytest
 
 from amplint.api import fix_source, lint_source

@@ -11,8 +11,6 @@ by how the body uses it.
 from __future__ import annotations
 
 import ast
-import re
-import textwrap
 import warnings
 
 from amplint.project.imports import imports_of
