@@ -260,22 +260,6 @@ class Job:
     project: ProjectContext | DeferredContext | None = None
 
 
-def check_syntax(data: bytes, filename: str) -> None:
-    """Raise ``SyntaxError`` where Python rejects ``data``, without building its ast.
-
-    The symbol table is built from the parser's C-level tree: cheaper than compiling to bytecode
-    (no code generation), and far cheaper than ``ast.parse``'s Python objects. It rejects a
-    little more than the parser (``nonlocal`` at module level, a duplicate argument); the lint
-    then decides with the parser's own verdict.
-    """
-    try:
-        from _symtable import symtable
-    except ImportError:  # pragma: no cover - an interpreter other than CPython
-        compile(data, filename, "exec", dont_inherit=True)
-        return
-    symtable(data, filename, "exec")
-
-
 def skipped_result(data: bytes, filename: str, explicit: bool, text: str | None = None) -> FileResult:
     """The result of a file the prefilter skips; one named explicitly is still syntax-checked.
     ``text``: the decoded text, when the file is not ASCII."""
@@ -286,6 +270,8 @@ def skipped_result(data: bytes, filename: str, explicit: bool, text: str | None 
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
+                from amplint.parser_verdict import check_syntax
+
                 check_syntax(data, filename)
         except SyntaxError:
             # Parse for real: the finding then comes with libcst's and Python's view of it.
