@@ -300,10 +300,14 @@ class CheckpointFacts:
         the same class, else a module-level scaler (a function's own scaler is the one it
         checkpoints, not a global). Optional scalers (``None`` on some path) are left out.
         """
-        by_scope: dict[int, list[str]] = self.__dict__.setdefault("_checkpointed_scalers_by_scope", {})
-        if id(ctx.scope) not in by_scope:
-            by_scope[id(ctx.scope)] = self._find_checkpointed_scalers(ctx)
-        return by_scope[id(ctx.scope)]
+        by_scope = self._checkpointed_scalers_by_scope
+        if ctx.scope not in by_scope:
+            by_scope[ctx.scope] = self._find_checkpointed_scalers(ctx)
+        return by_scope[ctx.scope]
+
+    @cached_property
+    def _checkpointed_scalers_by_scope(self) -> dict:
+        return {}
 
     def _find_checkpointed_scalers(self, ctx: Context) -> list[str]:
         out: list[str] = []
