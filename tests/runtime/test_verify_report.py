@@ -50,7 +50,9 @@ def test_checkpoints_are_redirected_and_the_directory_removed(tmp_path, monkeypa
     assert (work / "keep.pt").read_bytes() == b"the user's own checkpoint"
     assert not (work / "new.pt").exists()
     assert any("torch.save wrote 2 checkpoint path(s)" in n for n in result.notes)
-    assert os.listdir(own_tmp) == []
+    # torch's own compile cache (torchinductor_<user>) may be created under the temp folder the
+    # first time this process imports it; what amplint made there must be gone.
+    assert [name for name in os.listdir(own_tmp) if not name.startswith("torchinductor_")] == []
 
 
 def test_plot_title_uses_the_verdict_words():
