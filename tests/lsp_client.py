@@ -10,7 +10,9 @@ from __future__ import annotations
 import itertools
 import json
 import queue
+import re
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -91,15 +93,14 @@ class LspClient:
             if message.get("method") == method and predicate(message.get("params")):
                 return message["params"]
 
-    def initialize(self, root: Path, options: dict | None = None) -> dict:
+    def initialize(self, root: Path, options: dict | None = None, position_encodings: list[str] | None = None) -> dict:
+        """``position_encodings``: the client's ``general.positionEncodings`` (none sent if None)."""
+        capabilities: dict = {"workspace": {"applyEdit": True, "workspaceEdit": {"documentChanges": True}}}
+        if position_encodings is not None:
+            capabilities["general"] = {"positionEncodings": position_encodings}
         result = self.request(
             "initialize",
-            {
-                "processId": None,
-                "rootUri": root.as_uri(),
-                "capabilities": {"workspace": {"applyEdit": True, "workspaceEdit": {"documentChanges": True}}},
-                "initializationOptions": options or {},
-            },
+            {"processId": None, "rootUri": root.as_uri(), "capabilities": capabilities, "initializationOptions": options or {}},
         )
         self.notify("initialized", {})
         return result
@@ -117,19 +118,79 @@ class LspClient:
                 stream.close()
 
 
-def apply_text_edits(text: str, edits: list[dict]) -> str:
-    """``text`` with LSP TextEdits applied (positions in UTF-16 units, as the server sends them)."""
-    lines = text.splitlines(keepends=True)
+def start_server(cwd: Path, options: dict | None = None, position_encodings: list[str] | None = None) -> LspClient:
+    """``amplint server`` in ``cwd``, initialized; its capabilities are in ``client.capabilities``."""
+    client = LspClient([sys.executable, "-m", "amplint", "server"], cwd=cwd)
+    client.capabilities = client.initialize(cwd, options, position_encodings)["capabilities"]
+    return client
 
-    def offset(position: dict) -> int:
-        line, character = position["line"], position["character"]
-        before = sum(len(chunk) for chunk in lines[:line])
-        if line >= len(lines):
-            return len(text)
-        units = lines[line].encode("utf-16-le")[: character * 2].decode("utf-16-le")
-        return before + len(units)
 
-    for edit in sorted(edits, key=lambda e: (e["range"]["start"]["line"], e["range"]["start"]["character"]), reverse=True):
-        start, end = offset(edit["range"]["start"]), offset(edit["range"]["end"])
-        text = text[:start] + edit["newText"] + text[end:]
-    return text
+def open_document(client: LspClient, path: Path, text: str, version: int = 1) -> dict:
+    uri = path.as_uri()
+    client.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": version, "text": text}})
+    return client.wait_for("textDocument/publishDiagnostics", lambda p: p["uri"] == uri and p.get("version") == version)
+
+
+def change_document(client: LspClient, path: Path, text_or_changes: str | list[dict], version: int) -> dict:
+    """Send a whole new text, or a list of ``contentChanges`` (ranged ones too)."""
+    uri = path.as_uri()
+    changes = [{"text": text_or_changes}] if isinstance(text_or_changes, str) else text_or_changes
+    client.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": version}, "contentChanges": changes})
+    return client.wait_for("textDocument/publishDiagnostics", lambda p: p["uri"] == uri and p.get("version") == version)
+
+
+def code_actions(client: LspClient, path: Path, diagnostics: list[dict], only: list[str] | None = None) -> list[dict]:
+    context: dict = {"diagnostics": diagnostics}
+    if only is not None:
+        context["only"] = only
+    whole = {"start": {"line": 0, "character": 0}, "end": {"line": 10_000, "character": 0}}
+    return client.request(
+        "textDocument/codeAction",
+        {"textDocument": {"uri": path.as_uri()}, "range": diagnostics[0]["range"] if diagnostics else whole, "context": context},
+    )
+
+
+def edits_of(action: dict, path: Path) -> list[dict]:
+    (change,) = action["edit"]["documentChanges"]
+    assert change["textDocument"]["uri"] == path.as_uri()
+    return change["edits"]
+
+
+# What ends a line in LSP; written out again here so that the tests do not trust the server's.
+_LSP_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+def lsp_offset(text: str, position: dict, encoding: str = "utf-16") -> int:
+    """The code-point offset of an LSP position in ``text``, as an editor using ``encoding`` reads it.
+
+    A character past its line's end means the line's end (the LSP spec); a line past the last
+    one, or a character that splits a code point, is an error here: no editor agrees on those.
+    """
+    starts = [0] + [match.end() for match in _LSP_LINE_END.finditer(text)]
+    line, character = position["line"], position["character"]
+    assert 0 <= line < len(starts), f"line {line} is past the text's {len(starts)} lines"
+    end_match = _LSP_LINE_END.search(text, starts[line])
+    content = text[starts[line] : end_match.start() if end_match else len(text)]
+    if encoding == "utf-32":
+        return starts[line] + min(character, len(content))
+    codec, unit = {"utf-8": ("utf-8", 1), "utf-16": ("utf-16-le", 2)}[encoding]
+    prefix = content.encode(codec)[: character * unit].decode(codec)  # strict: a split code point raises
+    return starts[line] + len(prefix)
+
+
+def apply_text_edits(text: str, edits: list[dict], encoding: str = "utf-16") -> str:
+    """``text`` with LSP TextEdits applied as the spec says: every range refers to the original
+    text, ranges do not overlap, and edits at the same place apply in their order."""
+    spans = []
+    for order, edit in enumerate(edits):
+        start = lsp_offset(text, edit["range"]["start"], encoding)
+        end = lsp_offset(text, edit["range"]["end"], encoding)
+        assert start <= end, f"edit {order} ends before it starts"
+        spans.append((start, end, order, edit["newText"]))
+    spans.sort()
+    pieces, done = [], 0
+    for start, end, _, new_text in spans:
+        assert start >= done, "overlapping edits"
+        pieces += [text[done:start], new_text]
+        done = end
+    return "".join(pieces) + text[done:]

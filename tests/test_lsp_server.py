@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import amplint
-from lsp_client import LspClient, apply_text_edits
+from lsp_client import LspClient, apply_text_edits, change_document, code_actions, edits_of, open_document, start_server
 
 ROOT = Path(__file__).resolve().parent.parent
 DEPRECATED = "import torch\n\nwith torch.cuda.amp.autocast():\n    pass\n"
@@ -22,46 +22,13 @@ def start(tmp_path):
     clients = []
 
     def make(options: dict | None = None) -> LspClient:
-        client = LspClient([sys.executable, "-m", "amplint", "server"], cwd=tmp_path)
+        client = start_server(tmp_path, options)
         clients.append(client)
-        client.capabilities = client.initialize(tmp_path, options)["capabilities"]
         return client
 
     yield make
     for client in clients:
         client.close()
-
-
-def open_document(client: LspClient, path: Path, text: str, version: int = 1) -> dict:
-    uri = path.as_uri()
-    client.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": version, "text": text}})
-    return client.wait_for("textDocument/publishDiagnostics", lambda p: p["uri"] == uri and p.get("version") == version)
-
-
-def change_document(client: LspClient, path: Path, text: str, version: int) -> dict:
-    uri = path.as_uri()
-    client.notify(
-        "textDocument/didChange",
-        {"textDocument": {"uri": uri, "version": version}, "contentChanges": [{"text": text}]},
-    )
-    return client.wait_for("textDocument/publishDiagnostics", lambda p: p["uri"] == uri and p.get("version") == version)
-
-
-def code_actions(client: LspClient, path: Path, diagnostics: list[dict], only: list[str] | None = None) -> list[dict]:
-    context: dict = {"diagnostics": diagnostics}
-    if only is not None:
-        context["only"] = only
-    whole = {"start": {"line": 0, "character": 0}, "end": {"line": 10_000, "character": 0}}
-    return client.request(
-        "textDocument/codeAction",
-        {"textDocument": {"uri": path.as_uri()}, "range": diagnostics[0]["range"] if diagnostics else whole, "context": context},
-    )
-
-
-def edits_of(action: dict, path: Path) -> list[dict]:
-    (change,) = action["edit"]["documentChanges"]
-    assert change["textDocument"]["uri"] == path.as_uri()
-    return change["edits"]
 
 
 def test_initialize_advertises_diagnostics_sync_code_actions_and_the_fix_all_command(start):

@@ -13,8 +13,10 @@ from pygls.uris import to_fs_path
 
 import amplint
 from amplint.api import lint_document
-from amplint.engine import lint_text, source_lines
-from amplint.lsp import convert
+from amplint.engine import lint_text
+from amplint.lsp import values
+from amplint.lsp.convert import LspPositions
+from amplint.lsp.protocol import AmplintProtocol
 
 FIX_ALL_KIND = f"{types.CodeActionKind.SourceFixAll.value}.amplint"
 FIX_ALL_TITLE = "Fix all amplint issues"
@@ -23,7 +25,12 @@ APPLY_FIX_ALL_COMMAND = "amplint.applyAutofix"
 
 class AmplintServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("amplint", amplint.__version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        super().__init__(
+            "amplint",
+            amplint.__version__,
+            text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+            protocol_cls=AmplintProtocol,
+        )
         # initializationOptions {"unsafeFixes": true} also offers the unsafe fixes, as
         # `amplint check --unsafe-fixes` does; they change behaviour, so they are opt-in.
         self.unsafe_fixes = False
@@ -45,6 +52,10 @@ class AmplintServer(LanguageServer):
                 self.window_show_message(types.ShowMessageParams(type=types.MessageType.Error, message=f"amplint: {exc}"))
             return None
 
+    def positions(self, text: str) -> LspPositions:
+        """Positions in ``text`` in the encoding negotiated at ``initialize`` (announced as ``positionEncoding``)."""
+        return LspPositions(text, self.workspace.position_encoding)
+
     def lint(self, uri: str, edits: bool):
         """(text, result) for the document as the editor holds it, or None if it cannot be linted."""
         document = self.workspace.get_text_document(uri)
@@ -63,14 +74,14 @@ class AmplintServer(LanguageServer):
         if linted is None:
             return
         text, result = linted
-        lines = source_lines(text)
+        positions = self.positions(text)
         for error in result.errors:
             self.window_log_message(types.LogMessageParams(type=types.MessageType.Error, message=error.message))
         self.text_document_publish_diagnostics(
             types.PublishDiagnosticsParams(
                 uri=uri,
                 version=document.version,
-                diagnostics=[convert.diagnostic(lines, finding) for finding in result.findings],
+                diagnostics=[values.diagnostic(positions, finding) for finding in result.findings],
             )
         )
 
@@ -85,7 +96,7 @@ class AmplintServer(LanguageServer):
         result = lint_text(document.source, self.filename(uri), settings, fix=True, unsafe=self.unsafe_fixes, edits=False)
         if not result.changed:
             return None
-        return self._workspace_edit(document, convert.whole_text_edits(document.source, result.source or ""))
+        return self._workspace_edit(document, values.whole_text_edits(self.positions(document.source), result.source or ""))
 
     @staticmethod
     def _workspace_edit(document, edits: list[types.TextEdit]) -> types.WorkspaceEdit:
@@ -100,18 +111,18 @@ class AmplintServer(LanguageServer):
         def asked(kind: str) -> bool:
             return not wanted or any(kind == only or kind.startswith(f"{only}.") for only in wanted)
 
-        asked_for = [d for d in params.context.diagnostics if d.source == convert.SOURCE]
+        asked_for = [d for d in params.context.diagnostics if d.source == values.SOURCE]
         if asked(types.CodeActionKind.QuickFix) and asked_for:
             linted = self.lint(uri, edits=True)
             if linted is not None:
                 text, result = linted
-                lines = source_lines(text)
+                positions = self.positions(text)
                 document = self.workspace.get_text_document(uri)
                 for finding in result.findings:
                     if finding.fix is None or not finding.fix.edits or not self.offered(finding.fix.applicability):
                         continue
-                    current = convert.diagnostic(lines, finding)
-                    matching = [d for d in asked_for if convert.same_place(d, current)]
+                    current = values.diagnostic(positions, finding)
+                    matching = [d for d in asked_for if values.same_place(d, current)]
                     if not matching:
                         continue
                     unsafe = " (unsafe)" if finding.fix.applicability == "unsafe" else ""
@@ -121,7 +132,7 @@ class AmplintServer(LanguageServer):
                             kind=types.CodeActionKind.QuickFix,
                             diagnostics=matching,
                             is_preferred=not unsafe,
-                            edit=self._workspace_edit(document, convert.text_edits(lines, finding.fix.edits)),
+                            edit=self._workspace_edit(document, values.text_edits(positions, finding.fix.edits)),
                         )
                     )
         if asked(FIX_ALL_KIND) or (asked(types.CodeActionKind.QuickFix) and asked_for):
