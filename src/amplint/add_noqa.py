@@ -6,6 +6,7 @@ old findings are marked where they are. An existing directive of any tool is ext
 ruff keep reading it. A comment is only added where Python allows one: not inside a
 multi-line string and not after a backslash continuation (those findings are counted as
 not suppressed). The result must have the same syntax tree as the input, or nothing is written.
+Notebooks are edited in their cells (:mod:`amplint.add_noqa_notebook`).
 """
 
 from __future__ import annotations
@@ -57,12 +58,23 @@ def _merged_directive(comment: str, codes: list[str]) -> str | None:
     return comment[: match.start("sep")] + ": " + listed + comment[match.end("codes"):]
 
 
-def add_directives(text: str, findings: Iterable[Finding]) -> tuple[str, int, list[int]]:
-    """(new text, findings suppressed, rows where no comment can go)."""
+def rows_to_suppress(findings: Iterable[Finding]) -> dict[int, set[str]]:
+    """The codes to list in each row's directive (the row a finding's ``# noqa`` is read on)."""
     codes_by_row: dict[int, set[str]] = defaultdict(set)
     for finding in findings:
         if finding.code not in noqa.UNSUPPRESSIBLE:
             codes_by_row[finding.noqa_row or finding.location.row].add(finding.code)
+    return codes_by_row
+
+
+def add_directives(text: str, findings: Iterable[Finding]) -> tuple[str, int, list[int]]:
+    """(new text, findings suppressed, rows where no comment can go)."""
+    return add_directives_at(text, rows_to_suppress(findings))
+
+
+def add_directives_at(text: str, codes_by_row: dict[int, set[str]]) -> tuple[str, int, list[int]]:
+    """``text`` with each row's codes in its ``# noqa`` directive: (new text, codes added, rows
+    where no comment can go)."""
     if not codes_by_row:
         return text, 0, []
     ends, comments = _comment_rows(text)
@@ -91,7 +103,7 @@ def add_directives(text: str, findings: Iterable[Finding]) -> tuple[str, int, li
     return new_text, added, skipped
 
 
-def _same_tree(old: str, new: str) -> bool:
+def same_tree(old: str, new: str) -> bool:
     try:
         return ast.dump(ast.parse(old)) == ast.dump(ast.parse(new))
     except (SyntaxError, ValueError, RecursionError):
@@ -100,32 +112,41 @@ def _same_tree(old: str, new: str) -> bool:
 
 def add_noqa_to_files(results: Iterable[FileResult], paths: dict[str, str]) -> NoqaResult:
     """Write the directives for each result's findings into its file (``paths``: display name -> path)."""
-    from amplint.fixwrite import WriteError, write_fix
-    from amplint.sourcefile import SourceError, decode_source, encode_source, read_bytes
+    from amplint.add_noqa_notebook import add_noqa_to_notebook
 
     outcome = NoqaResult()
     for result in results:
         if not any(f.code not in noqa.UNSUPPRESSIBLE for f in result.findings):
             continue
         path = Path(paths.get(result.filename, result.filename))
-        try:
-            data = read_bytes(path)
-            source = decode_source(data, result.filename)
-            new_text, added, skipped = add_directives(source.text, result.findings)
-        except (SourceError, SyntaxError, tokenize.TokenError) as exc:
-            outcome.errors.append(FileError(result.filename, f"{result.filename}: cannot add noqa directives ({exc})"))
-            continue
-        outcome.not_placeable.extend(f"{result.filename}:{row}" for row in skipped)
-        if not added:
-            continue
-        if not _same_tree(source.text, new_text):
-            outcome.errors.append(FileError(result.filename, f"{result.filename}: not changed: adding noqa directives would change the code"))
-            continue
-        try:
-            write_fix(path, data, encode_source(source, new_text), result.filename)
-        except WriteError as exc:
-            outcome.errors.append(FileError(result.filename, str(exc)))
-            continue
-        outcome.added += added
-        outcome.files += 1
+        if result.cell_sources is not None:
+            add_noqa_to_notebook(result, path, outcome)
+        else:
+            _add_noqa_to_python(result, path, outcome)
     return outcome
+
+
+def _add_noqa_to_python(result: FileResult, path: Path, outcome: NoqaResult) -> None:
+    from amplint.fixwrite import WriteError, write_fix
+    from amplint.sourcefile import SourceError, decode_source, encode_source, read_bytes
+
+    try:
+        data = read_bytes(path)
+        source = decode_source(data, result.filename)
+        new_text, added, skipped = add_directives(source.text, result.findings)
+    except (SourceError, SyntaxError, tokenize.TokenError) as exc:
+        outcome.errors.append(FileError(result.filename, f"{result.filename}: cannot add noqa directives ({exc})"))
+        return
+    outcome.not_placeable.extend(f"{result.filename}:{row}" for row in skipped)
+    if not added:
+        return
+    if not same_tree(source.text, new_text):
+        outcome.errors.append(FileError(result.filename, f"{result.filename}: not changed: adding noqa directives would change the code"))
+        return
+    try:
+        write_fix(path, data, encode_source(source, new_text), result.filename)
+    except WriteError as exc:
+        outcome.errors.append(FileError(result.filename, str(exc)))
+        return
+    outcome.added += added
+    outcome.files += 1

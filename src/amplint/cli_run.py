@@ -227,15 +227,16 @@ def _run_stdin(settings, mode, options, edits: bool, extensions: dict[str, str])
 def _stdin_notebook(data: bytes, filename: str, settings, mode: str, options, edits: bool):
     """A notebook's JSON on stdin; with ``--fix`` the fixed JSON goes to stdout."""
     from amplint.model import FileError, FileResult
-    from amplint.notebook import lint_notebook
+    from amplint.notebook import NotebookError, lint_notebook
+    from amplint.notebook_file import decode_notebook, encode_notebook
 
     try:
-        raw = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        result = FileResult(filename=filename, errors=[FileError(filename, f"{filename}: a notebook must be UTF-8 JSON")])
+        raw = decode_notebook(data)
+    except NotebookError as exc:
+        result = FileResult(filename=filename, errors=[FileError(filename, f"{filename}: {exc}")])
     else:
         result = lint_notebook(raw, filename, settings, mode in ("fix", "diff"), options["unsafe_fixes"], edits)
     if mode == "fix":
-        sys.stdout.buffer.write(result.source.encode("utf-8") if result.source is not None else data)
+        sys.stdout.buffer.write(encode_notebook(data, result.source) if result.source is not None else data)
         sys.stdout.flush()
     return result

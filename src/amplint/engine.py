@@ -331,21 +331,23 @@ def process_file(job: Job, data: bytes | None = None) -> FileResult:
 
 def _process_notebook(job: Job, path: Path, data: bytes, filename: str) -> FileResult:
     """A ``.ipynb`` file: its code cells are linted (the cache is not used for notebooks)."""
-    from amplint.notebook import lint_notebook
+    from amplint.notebook import NotebookError, lint_notebook
+    from amplint.notebook_file import decode_notebook
 
     try:
-        raw = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        return FileResult(filename=filename, errors=[FileError(filename, f"{filename}: a notebook must be UTF-8 JSON")])
+        raw = decode_notebook(data)
+    except NotebookError as exc:
+        return FileResult(filename=filename, errors=[FileError(filename, f"{filename}: {exc}")])
     try:
         result = lint_notebook(raw, filename, job.settings, job.mode in ("fix", "diff"), job.unsafe, job.edits)
     except Exception as exc:  # noqa: BLE001 - an amplint bug on one file must not stop the others
         return FileResult(filename=filename, errors=[FileError(filename, f"{filename}: internal error: {type(exc).__name__}: {exc}", internal=True)])
     if job.mode == "fix" and result.changed:
-        from amplint.fixwrite import WriteError, write_fix
+        from amplint.fixwrite import WriteError
+        from amplint.notebook_file import write_notebook
 
         try:
-            write_fix(path, data, (result.source or "").encode("utf-8"), filename)
+            write_notebook(path, data, result.source or "", filename)
         except WriteError as exc:
             result.errors.append(FileError(filename, str(exc), warning=True))
     return result

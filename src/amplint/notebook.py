@@ -66,12 +66,25 @@ class Notebook:
         cell = next(c for c in self.cells if c.number == number)
         return "".join(cell.source)
 
+    def text_row(self, number: int, row: int) -> int | None:
+        """The row of :attr:`text` that is row ``row`` of cell ``number``; ``None`` if there is none."""
+        cell = next((c for c in self.cells if c.number == number), None)
+        if cell is None or not 1 <= row <= len(cell.source):
+            return None
+        return cell.first_row + row - 1
+
+    def placeholder_rows(self) -> set[int]:
+        """Rows of :attr:`text` that stand for IPython syntax (their comment must stay as it is)."""
+        return {cell.first_row + index for cell in self.cells for index in cell.magics}
+
     def with_text(self, fixed: str) -> str | None:
-        """The notebook's JSON with the code cells taken from ``fixed`` (a fixed :attr:`text`),
+        """The notebook's JSON with the code cells taken from ``fixed`` (an edited :attr:`text`),
         or ``None`` when the cells cannot be mapped back or the JSON cannot be reproduced."""
         parts = _split_cells(fixed, len(self.cells))
         if parts is None:
             return None
+        # Shallow copies: the notebook stays as it was read, whatever is asked of it later.
+        raw_cells = list(self.data["cells"])
         changed = False
         for cell, lines in zip(self.cells, parts):
             restored = _restore_magics(lines, cell.magics)
@@ -80,12 +93,13 @@ class Notebook:
             if restored != _with_final_newline(cell.source):
                 if cell.source and not cell.source[-1].endswith(("\n", "\r")) and restored and restored[-1].endswith("\n"):
                     restored[-1] = restored[-1][:-1]  # the cell had no final newline
-                raw_cell = self.data["cells"][cell.number - 1]
-                raw_cell["source"] = restored if isinstance(raw_cell["source"], list) else "".join(restored)
+                raw_cell = raw_cells[cell.number - 1]
+                source = restored if isinstance(raw_cell["source"], list) else "".join(restored)
+                raw_cells[cell.number - 1] = {**raw_cell, "source": source}
                 changed = True
         if not changed:
             return self.raw
-        return _dumps_like(self.data, self.raw)
+        return _dumps_like({**self.data, "cells": raw_cells}, self.raw)
 
 
 def _with_final_newline(lines: list[str]) -> list[str]:
@@ -159,14 +173,17 @@ def _dumps_like(data: dict, raw: str) -> str | None:
     """``data`` serialised the way ``raw`` was, if ``raw`` is recognisably one of the usual
     notebook serialisations (nbformat writes ``indent=1``, no ASCII escapes, a final newline)."""
     original = json.loads(raw)
+    # A notebook checked out on Windows has CRLF between its JSON lines; inside the JSON
+    # strings a line break is always escaped, so every raw newline json writes is layout.
+    newline = "\r\n" if "\r\n" in raw else "\n"
     for indent in (1, 2, 4, None):
         for ensure_ascii in (False, True):
             for sort_keys in (False, True):
                 def dump(value) -> str:
-                    return json.dumps(value, indent=indent, ensure_ascii=ensure_ascii, sort_keys=sort_keys)
+                    return json.dumps(value, indent=indent, ensure_ascii=ensure_ascii, sort_keys=sort_keys).replace("\n", newline)
 
                 text = dump(original)
-                for ending in ("\n", ""):
+                for ending in (newline, ""):
                     if text + ending == raw:
                         return dump(data) + ending
     return None
