@@ -7,6 +7,8 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
+from amplint.overwrite_guard import input_inside
+
 _TAG_NAME = "CACHEDIR.TAG"
 _TAG_SIGNATURE = "Signature: 8a477f597d28d172789f06886806bc55"
 _TAG = f"{_TAG_SIGNATURE}\n# This file is a cache directory tag created by amplint.\n"
@@ -53,10 +55,11 @@ def check_cache_root(given: Path, *, project_root: Path, linted: Iterable[Path])
         pass
     if resolved in reserved:
         raise CacheDirError(f"cache directory {given} is {reserved[resolved]}; choose a folder of its own")
-    for path in linted:
-        path = path.resolve()
-        if path == resolved or resolved in path.parents:
-            raise CacheDirError(f"cache directory {given} contains the linted path {path}; choose a folder of its own")
+    inside = input_inside(resolved, linted)
+    if inside is not None:
+        raise CacheDirError(
+            f"cache directory {given} contains the linted path {Path(inside).resolve()}; choose a folder of its own"
+        )
     if resolved.is_dir() and not is_amplint_cache(resolved):
         try:
             empty = _is_empty(resolved)

@@ -25,6 +25,7 @@ def check_entry(paths: list[str], options: dict) -> None:
             from amplint.cli_watch import watch
 
             _check_combinations(options, _uses_stdin(paths, options))
+            _refuse_report_onto_watched_input(paths, options)
             code = watch(paths, options)
         else:
             code = run_check(paths, **options)
@@ -90,9 +91,13 @@ def run_check(paths: list[str], **options) -> int:
 
     edits = output_format in EDIT_FORMATS and not options["statistics"] and not fix_only
     if use_stdin:
+        refuse_report_onto_input(paths, options, config, ())
         results, paths_map, missing = _run_stdin(settings, mode, options, edits, extension_map(config, options)), {}, 0
     else:
-        results, paths_map, missing = _run_files(paths or ["."], settings, config, start, mode, options, quiet, edits)
+        found = find_files(paths or ["."], config, options, report=False)
+        refuse_report_onto_input(paths, options, config, found.files)
+        results, paths_map, missing = _run_files(paths or ["."], settings, config, start, mode, options, quiet, edits,
+                                                 found=found)
 
     from amplint.model import Finding
     from amplint.report import ReportContext, get_reporter, statistics
@@ -151,6 +156,37 @@ def run_check(paths: list[str], **options) -> int:
     return EXIT_FINDINGS if findings or unreadable else EXIT_OK
 
 
+def refuse_report_onto_input(paths: list[str], options: dict, config, files) -> None:
+    """Raise Failure when ``--output-file`` names an input: a path given, a file found in a
+    folder given (``files``), ``--stdin-filename`` or the configuration file. Called before
+    anything is linted or fixed, so a refused run changes no file."""
+    output = options["output_file"]
+    if output is None:
+        return
+    from amplint.overwrite_guard import overwrite_refusal
+
+    named = [path for path in paths if path != "-"]
+    named += [path for path in (options["stdin_filename"], options["config_path"], config.path) if path]
+    from_environment = os.environ.get("AMPLINT_OUTPUT_FILE") == output
+    option = f"AMPLINT_OUTPUT_FILE={output}" if from_environment else f"--output-file {output}"
+    problem = overwrite_refusal(option, output, [*named, *files])
+    if problem:
+        raise Failure(problem)
+
+
+def _refuse_report_onto_watched_input(paths: list[str], options: dict) -> None:
+    # Before the first run, so that --watch with a refused report ends at once rather than polling.
+    if options["output_file"] is None:
+        return
+    from amplint.cli_settings import resolve_run_config
+
+    try:
+        config, _ = resolve_run_config(paths, options)
+    except Failure:
+        return  # each run reports the configuration's error, and --watch waits for it to be fixed
+    refuse_report_onto_input(paths, options, config, find_files(paths or ["."], config, options).files)
+
+
 def write_report(text: str, output_file: str | None, stream) -> None:
     """The report goes to ``--output-file`` when given (its folder created, like ruff), else to ``stream``."""
     if output_file is None:
@@ -196,7 +232,8 @@ def _add_noqa(paths, settings, config, start, options, use_stdin: bool, mode: st
         _error(error.message)
         failed = True
     for place in outcome.not_placeable:
-        _warning(f"{place}: no comment can go at the end of this line (inside a string or a continuation); not suppressed")
+        where = "a string, a continuation or IPython syntax" if ":cell " in place else "a string or a continuation"
+        _warning(f"{place}: no comment can go at the end of this line (inside {where}); not suppressed")
     if not options["quiet"]:
         echo(f"Added {_plural(outcome.added, 'noqa directive')}.", err=True)
     return EXIT_ERROR if missing or failed else EXIT_OK

@@ -98,13 +98,18 @@ def find_files(paths, config, options, report: bool = False, quiet: bool = True)
         paths, exclude, extend_exclude, root=config.root, respect_gitignore=options["respect_gitignore"],
         force_exclude=options["force_exclude"], extend_include=include,
     )
+    report_found(found, report, quiet)
+    return found
+
+
+def report_found(found, report: bool = True, quiet: bool = True) -> None:
+    """The paths not found (when ``report``) and, unless ``quiet``, the folders with nothing to check."""
     if report:
         for missing in found.missing:
             _error(f"no such file or directory: {missing}")
     if not quiet:
         for empty in found.empty:
             _warning(f"no Python files found in {empty}")
-    return found
 
 
 def language_of(filename: str, extensions: dict[str, str]) -> str:
@@ -135,12 +140,16 @@ class AbsolutePaths(dict):
         return self[name] if name in self else default
 
 
-def _run_files(paths, settings, config, start, mode, options, quiet, edits):
+def _run_files(paths, settings, config, start, mode, options, quiet, edits, found=None):
+    """Lint (or fix) the files found in ``paths``; ``found``: discovery already run, not yet reported."""
     from amplint.cli_settings import extension_map
     from amplint.engine import Job, default_jobs, run_jobs
     from amplint.model import FileError, FileResult
 
-    found = find_files(paths, config, options, report=True, quiet=quiet)
+    if found is None:
+        found = find_files(paths, config, options, report=True, quiet=quiet)
+    else:
+        report_found(found, quiet=quiet)
     verbose = options.get("verbose")
     extensions = extension_map(config, options)
 

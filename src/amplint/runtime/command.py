@@ -39,8 +39,11 @@ EXIT_INTERRUPTED = 130
               help="Launch the script with torchrun on this many local ranks (gloo on CPU).")
 @click.option("--timeout", type=click.FloatRange(min=0), default=600, show_default=True,
               help="Seconds each run may take (AMP, then the reference); 0 for no limit.")
-@click.option("--json", "json_out", type=click.Path(dir_okay=False), help="Write the report as JSON.")
-@click.option("--plot", "plot_out", type=click.Path(dir_okay=False), help="Write loss and scale curves as PNG.")
+@click.option("--json", "json_out", type=click.Path(dir_okay=False),
+              help="Write the report as JSON to this file (refused if it is the script or one of its arguments).")
+@click.option("--plot", "plot_out", type=click.Path(dir_okay=False),
+              help="Write loss and scale curves to this file, as its suffix says (png, pdf, svg, jpg... what "
+                   "matplotlib writes; no suffix: PNG); refused if it is the script or one of its arguments.")
 @click.option("--progress/--no-progress", default=None, help="Progress bar on stderr (default: when stderr is a terminal).")
 @click.argument("script_and_args", nargs=-1, type=click.UNPROCESSED, metavar="SCRIPT [-- SCRIPT_ARGS...]")
 def verify_command(module, steps, device, dtype, baseline, rtol, max_skipped_frac, seed, nproc_per_node, timeout,
@@ -55,7 +58,17 @@ def verify_command(module, steps, device, dtype, baseline, rtol, max_skipped_fra
         script, args = args[0], args[1:]
     if args and args[0] == "--":
         args = args[1:]
-    # an output path that cannot be written is found before the runs, not after them
+    # an output path that cannot be written, or must not be, is found before the runs, not after them
+    problem = _output_onto_input(script, args, json_out, plot_out)
+    if problem:
+        _fail(problem)
+    if plot_out:
+        from .plot import plot_format
+
+        try:
+            plot_format(plot_out)
+        except ValueError as exc:
+            _fail(f"cannot write --plot {plot_out}: {exc}")
     for option, path in (("--json", json_out), ("--plot", plot_out)):
         problem = _unwritable(path)
         if problem:
@@ -98,6 +111,26 @@ def verify_command(module, steps, device, dtype, baseline, rtol, max_skipped_fra
         except OSError as exc:
             _fail(f"cannot write --plot {plot_out}: {exc.strerror or exc}")
     sys.exit(result.exit_code)
+
+
+def _output_onto_input(script: str | None, args: list[str], json_out: str | None, plot_out: str | None) -> str:
+    """Why --json or --plot must not be written where it points (the script, a file named in
+    its arguments, or the other output), or ""."""
+    from amplint.overwrite_guard import overwrite_refusal, overwritten_input
+
+    inputs = [script] if script else []
+    for arg in args:
+        # `--data=train.csv` names a file as surely as `--data train.csv`
+        value = arg.partition("=")[2] if arg.startswith("-") and "=" in arg else arg
+        if value and os.path.exists(value):
+            inputs.append(value)
+    for option, path in (("--json", json_out), ("--plot", plot_out)):
+        problem = path and overwrite_refusal(f"{option} {path}", path, inputs)
+        if problem:
+            return problem
+    if json_out and plot_out and overwritten_input(plot_out, [json_out]) is not None:
+        return f"--plot {plot_out} is also the --json path; refusing to write both to one file"
+    return ""
 
 
 def _unwritable(path: str | None) -> str:

@@ -2,11 +2,36 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 
 class PlotUnavailable(RuntimeError):
     pass
+
+
+# What matplotlib's savefig writes in every release amplint[plot] allows (3.7 on): the formats
+# accepted when matplotlib is not installed, to refuse a mistyped suffix all the same.
+KNOWN_FORMATS = ("eps", "jpeg", "jpg", "pdf", "pgf", "png", "ps", "raw", "rgba", "svg", "svgz", "tif", "tiff", "webp")
+
+
+def plot_format(path: str) -> str:
+    """The format ``path``'s suffix asks for (png when it has none); ValueError if matplotlib cannot write it.
+
+    Checked before the runs: matplotlib would refuse the suffix only after them.
+    """
+    suffix = os.path.splitext(os.path.basename(path))[1][1:].lower()
+    if not suffix:
+        return "png"
+    try:
+        from matplotlib.backend_bases import FigureCanvasBase
+
+        supported = sorted(FigureCanvasBase.get_supported_filetypes())
+    except ImportError:
+        supported = list(KNOWN_FORMATS)
+    if suffix not in supported:
+        raise ValueError(f"matplotlib cannot write .{suffix} files; use one of {', '.join(supported)}")
+    return suffix
 
 
 def plot_title(result: Any) -> str:
@@ -50,5 +75,6 @@ def write_plot(result: Any, path: str) -> None:
     ax_scale.set_xlabel("optimizer step")
     ax_scale.grid(alpha=0.3)
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    # The format passed, not guessed: without it, a path with no suffix would be saved as PATH.png.
+    fig.savefig(path, dpi=100, format=plot_format(path))
     plt.close(fig)
