@@ -33,8 +33,8 @@ def notes(result: Any) -> list[str]:
     saved = max(amp.checkpoints_redirected, ref.checkpoints_redirected if ref else 0)
     if saved:
         out.append(
-            f"torch.save wrote {saved} checkpoint path(s) per run into a temporary directory of "
-            "verify's, removed afterwards; the script's own checkpoint files were not touched"
+            f"the script wrote {saved} file(s) per run (checkpoints, logs) into a temporary directory "
+            "of verify's instead of where it asked, removed afterwards; its own files were not touched"
         )
     return out
 

@@ -11,8 +11,9 @@ _HELP = """Run SCRIPT (or -m MODULE) with AMP for --steps optimizer steps and ju
 trains, against an FP32 reference of the same script.
 
 This executes the script's code, twice (each run in its own process), with your permissions:
-verify only code you would run yourself. Checkpoints it writes with torch.save go to a
-temporary directory that verify removes afterwards.
+verify only code you would run yourself. What it writes (checkpoints, logs) goes to a
+temporary directory that verify removes afterwards; a write verify cannot redirect is refused
+and the run ends with exit 2.
 
 Arguments after `--` are passed to the script (so are options verify does not know).
 

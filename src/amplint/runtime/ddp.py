@@ -128,6 +128,7 @@ def _worker(argv: list[str]) -> int:
     ns = parser.parse_args(argv)
     args = ns.args[1:] if ns.args[:1] == ["--"] else ns.args
 
+    from . import write_guard
     from .precision import PrecisionPlan
     from .progress import Progress
     from .runner import run_once
@@ -141,9 +142,11 @@ def _worker(argv: list[str]) -> int:
             Target(script=ns.script, module=ns.module, args=tuple(args)),
             mode=ns.mode, plan=plan, device=ns.device, steps=ns.steps, seed=ns.seed, on_step=bar,
             checkpoint_root=os.path.join(ns.checkpoints, f"rank{rank}") if ns.checkpoints else None,
+            verify_dir=ns.out,
         )
     finally:
         bar.close()
+    write_guard.keep_refusing()  # this rank only reports now, then exits
     with open(os.path.join(ns.out, f"rank{rank}.json"), "w", encoding="utf-8") as fh:
         json.dump(outcome.to_wire(), fh, default=str)
     return 0

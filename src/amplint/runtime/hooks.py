@@ -53,8 +53,10 @@ class Hooks:
         patcher.on_undo(register_optimizer_step_post_hook(self._optimizer_post).remove)
         patcher.on_undo(self.telemetry.disarm_batch_probe)
         self.telemetry.arm_batch_probe()
-        patcher.wrap(torch, "save", self._save)
-        patcher.wrap(torch, "load", self._load)
+        # torch.save is torch.serialization.save: each name holds its own reference, so both are wrapped
+        for owner in (torch, torch.serialization):
+            patcher.wrap(owner, "save", self._save)
+            patcher.wrap(owner, "load", self._load)
         if torch.distributed.is_available():
             patcher.wrap(torch.distributed, "init_process_group", self._init_process_group)
 

@@ -64,7 +64,8 @@ def run_sides_in_process(
             bar = Progress(mode, steps, progress)
             try:
                 outcomes[mode] = run_once(target, mode=mode, plan=plan, device=device, steps=steps, seed=seed,
-                                          on_step=bar, checkpoint_root=os.path.join(workdir, mode))
+                                          on_step=bar, checkpoint_root=os.path.join(workdir, mode),
+                                          verify_dir=workdir)
             finally:
                 bar.close()
             if outcomes[mode].needs_gpu:

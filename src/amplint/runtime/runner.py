@@ -1,9 +1,11 @@
 """Run a user's script in this process, like ``python SCRIPT`` / ``python -m MODULE``, once.
 
 Seeds are set before the run so the AMP run and the FP32 reference start from the same state;
-``sys.argv``/``sys.path`` are set the way the interpreter sets them and restored afterwards.
-verify calls this in a fresh process per run (see ``worker``), so nothing the script leaves
-behind in modules or the working directory reaches the other run.
+``sys.argv``/``sys.path`` are set the way the interpreter sets them and restored afterwards, as is
+the working directory. With a ``checkpoint_root``, the script's writes go there instead of over
+the user's files (see ``checkpoints``), and one that cannot be redirected ends the run as one
+verify cannot judge. verify calls this in a fresh process per run (see ``worker``), so nothing the
+script leaves behind in modules or the working directory reaches the other run.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from amplint.model import Finding
 from .checkpoints import CheckpointRedirect
 from .findings import report_dict
 from .instrument import Instrumentation, StepRecord, StopRun
+from .overlay import CannotRedirect
 from .patching import Patcher
 from .precision import PrecisionPlan, install
 
@@ -57,7 +60,8 @@ class RunOutcome:
     timed_out: bool = False  # stopped by --timeout
     process_group_seen: bool = False  # the script initialised torch.distributed
     amp_seen: bool = False  # an enabled autocast region or GradScaler was used
-    checkpoints_redirected: int = 0  # torch.save paths written to amplint's directory instead
+    checkpoints_redirected: int = 0  # files the script wrote into verify's directory instead
+    cannot_redirect: bool = False  # the script wrote in a way verify could not redirect (refused)
 
     def to_dict(self) -> dict[str, Any]:
         """The report's form of the run (findings in the report's JSON shape)."""
@@ -112,22 +116,25 @@ def run_once(
     seed: int,
     on_step: Callable[[int, dict], None] | None = None,
     checkpoint_root: str | None = None,
+    verify_dir: str | None = None,
 ) -> RunOutcome:
     import torch
 
     seed_everything(seed)
-    redirect = CheckpointRedirect(checkpoint_root) if checkpoint_root else None
+    redirect = CheckpointRedirect(checkpoint_root, verify_dir) if checkpoint_root else None
     inst = Instrumentation(max_steps=steps, on_step=on_step, redirect=redirect)
     outcome = RunOutcome(mode=mode, status="completed", device=device)
     outcome.device_name = _device_name(torch, device)
     _reset_peak_memory(torch, device)
 
-    saved_argv, saved_path = sys.argv[:], sys.path[:]
+    saved_argv, saved_path, saved_cwd = sys.argv[:], sys.path[:], os.getcwd()
     patcher = Patcher()
     started = time.perf_counter()
     try:
         install(patcher, plan)
         inst.install(patcher)
+        if redirect is not None:
+            redirect.install(patcher)  # last: from here on, every file write goes through it
         if target.script:
             path = os.path.abspath(target.script)
             sys.argv = [target.script, *target.args]
@@ -139,6 +146,8 @@ def run_once(
             runpy.run_module(target.module or "", run_name="__main__", alter_sys=True)
     except StopRun:
         outcome.status = "stopped"
+    except CannotRedirect:
+        pass  # recorded by the redirect, reported below whatever the script did with it
     except SystemExit as exc:
         if exc.code not in (None, 0):
             outcome.status = "error"
@@ -157,7 +166,7 @@ def run_once(
     finally:
         patcher.undo()
         sys.argv, sys.path[:] = saved_argv, saved_path
-        _leave_clean_state(torch)
+        _leave_clean_state(torch, saved_cwd)
     outcome.wall_s = time.perf_counter() - started
     outcome.steps = inst.steps()
     outcome.findings = inst.finding_list()
@@ -166,6 +175,8 @@ def run_once(
     outcome.process_group_seen = inst.state.process_group_seen
     outcome.amp_seen = inst.state.amp_used
     outcome.checkpoints_redirected = redirect.count if redirect else 0
+    if redirect is not None and redirect.refused:
+        _cannot_judge(outcome, *redirect.refused[0])
     outcome.peak_memory_bytes, outcome.peak_memory_kind = _peak_memory(torch, device)
     return outcome
 
@@ -183,8 +194,21 @@ def _user_traceback(exc: BaseException) -> list[str]:
     return lines[-5:]
 
 
-def _leave_clean_state(torch) -> None:
-    # a run stopped inside the user's loop may leave grad mode or autocast caches behind
+def _cannot_judge(outcome: RunOutcome, path: str, how: str, where: str) -> None:
+    outcome.status = "error"
+    outcome.cannot_redirect = True
+    outcome.error = (f"verify cannot judge: the script writes {path} in a way verify cannot redirect "
+                     f"({how}, at {where}); verify refused the write, the file is as it was")
+    outcome.traceback = []
+
+
+def _leave_clean_state(torch, cwd: str) -> None:
+    # a run stopped inside the user's loop may leave grad mode or autocast caches behind, or
+    # (in-process) a working directory inside verify's soon-removed directory
+    try:
+        os.chdir(cwd)
+    except OSError:
+        pass
     torch.set_grad_enabled(True)
     try:
         torch.clear_autocast_cache()

@@ -52,6 +52,8 @@ def decide(result: Any, amp: Any, ref: Any) -> tuple[int, str]:
 
 
 def _stopped_by_verify_or_user(run: Any, which: str) -> str:
+    if getattr(run, "cannot_redirect", False):
+        return run.error
     if run.timed_out:
         return f"{which} {run.error.removeprefix('the run ')}; raise --timeout if the script is just slow"
     if run.interrupted:

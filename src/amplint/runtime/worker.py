@@ -113,6 +113,7 @@ def _child(req: dict[str, Any], side: dict[str, Any], write_fd: int) -> None:
         os.setpgid(0, 0)  # its own group, so a timeout also ends what the script spawned
         die_with_parent()
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        from . import write_guard
         from .runner import run_once
 
         mode = side["mode"]
@@ -126,7 +127,9 @@ def _child(req: dict[str, Any], side: dict[str, Any], write_fd: int) -> None:
             Target(script=t["script"], module=t["module"], args=tuple(t["args"])),
             mode=mode, plan=PrecisionPlan(**side["plan"]), device=req["device"], steps=req["steps"],
             seed=req["seed"], on_step=on_step, checkpoint_root=os.path.join(req["checkpoints"], mode),
+            verify_dir=os.path.dirname(req["results"]),
         )
+        write_guard.keep_refusing()  # this process only reports now, then exits
         write_outcome(req["results"], outcome)
         code = 0
     except BaseException:  # amplint's own failure: say why before the process ends
