@@ -148,7 +148,7 @@ def run_check(paths: list[str], **options) -> int:
     if options["exit_zero"]:
         return EXIT_OK
     if mode == "diff":
-        return EXIT_FINDINGS if changed else EXIT_OK
+        return EXIT_FINDINGS if changed or unreadable else EXIT_OK  # a file not checked is not "nothing to change"
     if options["exit_non_zero_on_fix"] and changed:
         return EXIT_FINDINGS
     if fix_only:

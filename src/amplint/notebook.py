@@ -85,7 +85,7 @@ class Notebook:
             return None
         # Shallow copies: the notebook stays as it was read, whatever is asked of it later.
         raw_cells = list(self.data["cells"])
-        changed = False
+        changed: dict[int, list[str] | str] = {}  # cell index -> its new source
         for cell, lines in zip(self.cells, parts):
             restored = _restore_magics(lines, cell.magics)
             if restored is None:
@@ -96,10 +96,12 @@ class Notebook:
                 raw_cell = raw_cells[cell.number - 1]
                 source = restored if isinstance(raw_cell["source"], list) else "".join(restored)
                 raw_cells[cell.number - 1] = {**raw_cell, "source": source}
-                changed = True
+                changed[cell.number - 1] = source
         if not changed:
             return self.raw
-        return _dumps_like({**self.data, "cells": raw_cells}, self.raw)
+        from amplint.notebook_json import splice_sources
+
+        return _dumps_like({**self.data, "cells": raw_cells}, self.raw) or splice_sources(self.raw, changed)
 
 
 def _with_final_newline(lines: list[str]) -> list[str]:
@@ -246,8 +248,8 @@ def lint_notebook(raw: str, filename: str, settings, fix: bool, unsafe: bool, ed
     if result.changed:
         rewritten = notebook.with_text(result.source or "")
         if rewritten is None:
-            result.errors.append(FileError(filename, f"{filename}: fixes not applied: the fixed cells cannot be written back into the notebook"))
             result = lint_text(notebook.text, filename, settings, fix=False, edits=edits)
+            result.errors.append(FileError(filename, f"{filename}: fixes not applied: the fixed cells cannot be written back into the notebook"))
             result.original_source = None
         else:
             final = read_notebook(rewritten)
