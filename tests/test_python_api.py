@@ -1,8 +1,10 @@
-"""The Python API as a caller meets it: arguments checked with clear errors, syntax errors reported."""
+"""The Python API as a caller meets it: arguments checked with clear errors, syntax errors
+reported, and a text it could not lint raised as ``NotLinted``, never returned as clean."""
 
 from __future__ import annotations
 
 import inspect
+import pickle
 import subprocess
 import sys
 from pathlib import Path
@@ -10,7 +12,9 @@ from pathlib import Path
 import pytest
 
 import amplint
+import amplint.api as amplint_api
 from amplint.settings import Settings
+from amplint.syntaxcheck import MAX_EXPRESSION_DEPTH
 
 DEPRECATED = "import torch\n\nwith torch.cuda.amp.autocast():\n    pass\n"
 CLIP = (
@@ -134,3 +138,76 @@ def test_unfixable_in_a_mapping_keeps_the_finding_and_drops_its_fix():
 def test_file_discovery_keys_are_refused_for_one_text(key):
     with pytest.raises(ValueError, match="selects files to lint"):
         amplint.lint_source("x = 1\n", settings={key: ["*.pyw"] if key == "extend-include" else {"pyw": "python"}})
+
+
+# An expression deeper than libcst parses in reasonable time: ``amplint check`` says "not linted".
+TOO_DEEP = "import torch\ny = a" + ".b()" * MAX_EXPRESSION_DEPTH + "\n" + DEPRECATED
+TOO_DEEP_REASON = (
+    f"deep.py: not linted: an expression is nested {2 * MAX_EXPRESSION_DEPTH + 1} levels deep, "
+    f"more than amplint's parser handles in reasonable time ({MAX_EXPRESSION_DEPTH})"
+)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda path: amplint.lint_source(TOO_DEEP, path),
+        lambda path: amplint.fix_source(TOO_DEEP, path),
+        lambda path: amplint.fix_source(TOO_DEEP, path, {"select": ["AMP001"]}, unsafe=True),
+        lambda path: amplint_api.lint_source(TOO_DEEP, path),
+        lambda path: amplint_api.fix_source(TOO_DEEP, path),
+    ],
+    ids=["lint_source", "fix_source", "fix_source-unsafe", "api.lint_source", "api.fix_source"],
+)
+@pytest.mark.parametrize("path", ["deep.py", Path("deep.py")], ids=["str", "PathLike"])
+def test_text_too_deep_to_lint_raises_not_linted_with_the_clis_reason(call, path):
+    with pytest.raises(amplint.NotLinted) as caught:
+        call(path)
+    assert caught.value.reason == str(caught.value) == TOO_DEEP_REASON
+    assert caught.value.filename == "deep.py"
+
+
+def test_not_linted_reason_is_the_line_amplint_check_prints(tmp_path):
+    (tmp_path / "deep.py").write_text(TOO_DEEP, encoding="utf-8")
+    run = subprocess.run(
+        [sys.executable, "-m", "amplint", "check", "--no-cache", "deep.py"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )
+    with pytest.raises(amplint.NotLinted) as caught:
+        amplint.lint_source(TOO_DEEP, "deep.py")
+    assert f"amplint: error: {caught.value.reason}" in run.stderr.splitlines()
+
+
+def test_a_recursion_error_while_linting_is_not_linted_as_on_the_command_line(monkeypatch):
+    import amplint.engine
+
+    def exhausted(*args, **kwargs):
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(amplint.engine, "lint_text", exhausted)
+    with pytest.raises(amplint.NotLinted, match=r"^t\.py: too deeply nested to lint$"):
+        amplint.lint_source(DEPRECATED, "t.py")
+
+
+def test_not_linted_pickles_whole():
+    error = pickle.loads(pickle.dumps(amplint.NotLinted("t.py: not linted: why", "t.py")))
+    assert (error.reason, error.filename, str(error)) == ("t.py: not linted: why", "t.py", "t.py: not linted: why")
+    assert not isinstance(error, ValueError)
+
+
+def test_a_syntax_error_stays_a_finding_not_not_linted():
+    broken = "import torch\ndef (:\n"
+    assert codes(amplint.lint_source(broken, "t.py")) == ["AMP000"]
+    assert amplint.fix_source(broken, "t.py") == broken
+
+
+def test_deep_but_lintable_text_is_linted_as_before():
+    deep = "import torch\ny = a" + ".b()" * (MAX_EXPRESSION_DEPTH // 4) + "\n" + DEPRECATED
+    assert codes(amplint.lint_source(deep, "t.py")) == ["AMP001"]
+    assert 'torch.amp.autocast("cuda")' in amplint.fix_source(deep, "t.py")
+
+
+def test_not_linted_is_exported_without_loading_the_engine():
+    probe = "import sys, amplint\nprint('NotLinted' in amplint.__all__, 'amplint.engine' in sys.modules)\n"
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert run.stdout.split() == ["True", "False"]

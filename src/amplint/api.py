@@ -2,7 +2,8 @@
 
 A caller gets a ``TypeError`` or ``ValueError`` whose message names the argument, never an
 ``AttributeError`` from deep inside the engine. Settings may be a :class:`Settings` or a
-mapping with the keys of ``[tool.amplint]`` (``{"select": ["AMP001"]}``).
+mapping with the keys of ``[tool.amplint]`` (``{"select": ["AMP001"]}``). A text amplint
+could not lint at all raises :class:`NotLinted`, where ``amplint check`` says "not linted".
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from amplint.model import Finding
+from amplint.errors import NotLinted
+from amplint.model import FileResult, Finding
 from amplint.settings import SelectionError, Settings
 
 # Keys that only concern file discovery: meaningless for one source text.
@@ -88,9 +90,10 @@ def check_settings(settings: Any) -> Settings:
     )
 
 
-def lint_document(code: str, path: str, settings: Settings, **kwargs):
+def lint_document(code: str, path: str, settings: Settings, **kwargs) -> FileResult:
     """``engine.lint_text`` for a text held in memory (API, editor): a text that does not parse
-    is reported even when the prefilter finds nothing AMP-related in it."""
+    is reported even when the prefilter finds nothing AMP-related in it. A text that could not
+    be linted comes back with ``errors`` (the language server logs them), not as :class:`NotLinted`."""
     from amplint.engine import lint_text
 
     result = lint_text(code, path, settings, **kwargs)
@@ -115,14 +118,31 @@ def _has_syntax_error(code: str, path: str) -> bool:
     return False
 
 
+def _lint_or_raise(code: str, path: str, settings: Settings, **kwargs) -> FileResult:
+    """``lint_document``, raising :class:`NotLinted` where ``amplint check`` says it did not lint:
+    returning no findings then would pass the text as clean."""
+    try:
+        result = lint_document(code, path, settings, **kwargs)
+    except RecursionError:
+        # The same line as ``amplint check`` (engine.process_file) for the same text.
+        raise NotLinted(f"{path}: too deeply nested to lint", path) from None
+    # Internal errors (an amplint bug in one rule) and warnings leave the findings meaningful.
+    not_linted = [error for error in result.errors if not error.internal and not error.warning]
+    if not_linted:
+        raise NotLinted(not_linted[0].message, path)
+    return result
+
+
 def lint_source(code: str, path: str | os.PathLike = "<stdin>", settings: Settings | Mapping | None = None) -> list[Finding]:
     """Findings for one source text, as ``amplint check`` would report them.
 
     ``path`` names the text (for messages and ``per-file-ignores``); the file is not read.
-    A text that does not parse gives one ``AMP000`` finding at the error's position.
+    A text that does not parse gives one ``AMP000`` finding at the error's position. A text
+    amplint could not lint at all (an expression nested too deep for its parser) raises
+    :class:`NotLinted` with the reason ``amplint check`` prints.
     """
     code = _check_code(code)
-    return lint_document(code, _check_path(path), check_settings(settings)).findings
+    return _lint_or_raise(code, _check_path(path), check_settings(settings)).findings
 
 
 def fix_source(
@@ -130,10 +150,11 @@ def fix_source(
 ) -> str:
     """The text after applying every safe fix (and the unsafe ones when ``unsafe`` is true).
 
-    A text that does not parse is returned unchanged (``lint_source`` reports why).
+    A text that does not parse is returned unchanged (``lint_source`` reports why); a text
+    amplint could not lint at all raises :class:`NotLinted`, as ``lint_source`` does.
     """
     code = _check_code(code)
     if not isinstance(unsafe, bool):
         raise TypeError(f"unsafe must be a bool, not {type(unsafe).__name__}")
-    result = lint_document(code, _check_path(path), check_settings(settings), fix=True, unsafe=unsafe)
+    result = _lint_or_raise(code, _check_path(path), check_settings(settings), fix=True, unsafe=unsafe)
     return result.source if result.source is not None else code
