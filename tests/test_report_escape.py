@@ -49,3 +49,10 @@ def test_dumps_writes_undecodable_name_bytes_as_text():
     text = dumps({"filename": "b\udcff.py"})
     text.encode("utf-8")  # strict: no lone surrogate left
     assert json.loads(text) == {"filename": "b\\xff.py"}
+
+
+def test_terminal_can_leave_line_breaks_to_a_format_that_encodes_them():
+    # Workflow and logging commands carry CR and LF as %0D/%0A, exactly; nothing else survives raw.
+    raw = "a\r\nb\x1b[1m\x07\x7f\x85\f\u2028\u202e"
+    assert terminal(raw, keep_line_breaks=True) == "a\r\nb\u241b[1m\u2407\u2421\\u0085\u240c\\u2028\\u202e"
+    assert terminal(raw) == "a\u240d\u240ab\u241b[1m\u2407\u2421\\u0085\u240c\\u2028\\u202e"

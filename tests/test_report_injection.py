@@ -85,18 +85,23 @@ def _github_decode(value: str) -> str:
     return value.replace("%0D", "\r").replace("%0A", "\n").replace("%3A", ":").replace("%2C", ",").replace("%25", "%")
 
 
+# CR and LF go through the commands' own escapes, which the runner decodes back exactly; the
+# characters those escapes cannot carry are shown as the terminal formats show them.
+CI_SHOWN_NAME = "a\r\n::error file=evil.py::pwned\u241b[31m\u2407\\u202e\\u009b%,;]:.py"
+
+
 def test_github_annotations_round_trip_and_stay_one_line_each(cli, hostile):
     out = check(cli, "github").stdout
     lines = out.splitlines()
     assert len(lines) == 2 and all(line.startswith("::error ") for line in lines)
-    assert "\r" not in out
+    assert "\r" not in out and CONTROLLING.findall(out) == []
     for line in lines:
         props_text, _, message_text = line[len("::error "):].partition("::")
         props = dict(item.split("=", 1) for item in props_text.split(","))
         assert set(props) == {"file", "line", "col", "endLine", "endColumn", "title"}
-        assert _github_decode(props["file"]) == HOSTILE_NAME
+        assert _github_decode(props["file"]) == CI_SHOWN_NAME
         if props["line"] == "7":
-            assert _github_decode(message_text).startswith('`loss.backward(inputs="""\x1b[2J\x07')
+            assert _github_decode(message_text).startswith('`loss.backward(inputs="""\u241b[2J\u2407')
             assert "\n::error file=README.md::injected" in _github_decode(message_text)
 
 
@@ -107,14 +112,14 @@ def _azure_decode(value: str) -> str:
 def test_azure_logging_commands_round_trip_and_stay_one_line_each(cli, hostile):
     out = check(cli, "azure").stdout
     lines = out.splitlines()
-    assert len(lines) == 2 and "\r" not in out
+    assert len(lines) == 2 and "\r" not in out and CONTROLLING.findall(out) == []
     for line in lines:
         assert line.startswith("##vso[task.logissue ")
         props_text, _, message_text = line[len("##vso[task.logissue "):].partition("]")
         assert props_text.endswith(";")
         props = dict(item.split("=", 1) for item in props_text[:-1].split(";"))
         assert set(props) == {"type", "sourcepath", "linenumber", "columnnumber", "code"}
-        assert _azure_decode(props["sourcepath"]) == HOSTILE_NAME
+        assert _azure_decode(props["sourcepath"]) == CI_SHOWN_NAME
         if props["code"] == "AMP013":
             assert "\n::error file=README.md::injected" in _azure_decode(message_text)
 

@@ -2,6 +2,8 @@
 
 The agent decodes ``%AZP25`` (``%``), ``%0D`` and ``%0A`` in the message; in property values also
 ``%3B`` (``;``) and ``%5D`` (``]``), which would otherwise end the property or the command.
+Every other controlling character (ESC, BEL, C1, bidi overrides, line separators) has no such
+escape and is made visible as on a terminal before that.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from typing import Sequence
 
 from amplint.model import Finding, Severity
 from amplint.report import ReportContext
+from amplint.report.escape import terminal
 from amplint.report.text import cell_note
 
 # Azure knows only errors and warnings.
@@ -17,7 +20,7 @@ _TYPES = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "
 
 
 def escape_data(value: str) -> str:
-    return value.replace("%", "%AZP25").replace("\r", "%0D").replace("\n", "%0A")
+    return terminal(value, keep_line_breaks=True).replace("%", "%AZP25").replace("\r", "%0D").replace("\n", "%0A")
 
 
 def escape_property(value: str) -> str:

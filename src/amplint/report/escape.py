@@ -62,11 +62,20 @@ def _visible(match: re.Match) -> str:
     return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
-def terminal(text: str) -> str:
-    """``text`` with every controlling character made visible, so it prints on one line as is."""
+def _visible_but_line_breaks(match: re.Match) -> str:
+    return match.group() if match.group() in "\r\n" else _visible(match)
+
+
+def terminal(text: str, *, keep_line_breaks: bool = False) -> str:
+    """``text`` with every controlling character made visible, so it prints on one line as is.
+
+    ``keep_line_breaks`` leaves ``\\r`` and ``\\n`` to a format that encodes them itself: a CI
+    logging command writes them as ``%0D``/``%0A``, which the runner decodes back into the
+    annotation, so there they stay exact instead of turning into pictures.
+    """
     if not re.search(_UNSAFE, text):
         return text
-    return re.sub(_UNSAFE, _visible, text)
+    return re.sub(_UNSAFE, _visible_but_line_breaks if keep_line_breaks else _visible, text)
 
 
 def _json_escape(match: re.Match) -> str:

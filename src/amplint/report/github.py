@@ -1,7 +1,9 @@
 """``--output-format github``: GitHub Actions workflow-command annotations.
 
 Escaping follows the runner's rules: in the message ``%``, ``\\r``, ``\\n``; in property
-values also ``:`` and ``,``.
+values also ``:`` and ``,``. The runner has no escape for any other character, and its log
+viewer acts on ESC sequences and bidi overrides, so those are first made visible as on a
+terminal (``\\r`` and ``\\n`` left to the runner's escapes, which keep them exact).
 """
 
 from __future__ import annotations
@@ -10,13 +12,14 @@ from typing import Sequence
 
 from amplint.model import Finding, Severity
 from amplint.report import ReportContext, rule_name
+from amplint.report.escape import terminal
 from amplint.report.text import cell_note
 
 _COMMANDS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
 
 
 def escape_data(value: str) -> str:
-    return value.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return terminal(value, keep_line_breaks=True).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
 def escape_property(value: str) -> str:
