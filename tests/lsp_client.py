@@ -29,6 +29,9 @@ class LspClient:
         self.notifications: "queue.Queue[dict]" = queue.Queue()
         self.handlers: dict[str, Callable[[Any], Any]] = {}
         self.server_requests: list[dict] = []
+        # Every message from the server in arrival order: the queues above lose the order
+        # between a response and the notifications around it.
+        self.received: list[dict] = []
         self._lock = threading.Lock()
         self._reader = threading.Thread(target=self._read_loop, daemon=True)
         self._reader.start()
@@ -37,8 +40,12 @@ class LspClient:
 
     def _write(self, message: dict) -> None:
         body = json.dumps({"jsonrpc": "2.0", **message}).encode("utf-8")
+        self.write_raw(f"Content-Length: {len(body)}\r\n\r\n".encode("ascii") + body)
+
+    def write_raw(self, data: bytes) -> None:
+        """Bytes as they are, framed or not: for tests of what a broken client sends."""
         with self._lock:
-            self.process.stdin.write(f"Content-Length: {len(body)}\r\n\r\n".encode("ascii") + body)
+            self.process.stdin.write(data)
             self.process.stdin.flush()
 
     def _read_message(self) -> dict | None:
@@ -59,6 +66,7 @@ class LspClient:
             message = self._read_message()
             if message is None:
                 return
+            self.received.append(message)
             if "id" in message and "method" in message:  # a request from the server
                 self.server_requests.append(message)
                 handler = self.handlers.get(message["method"], lambda params: None)
@@ -71,13 +79,17 @@ class LspClient:
     # ------------------------------------------------------------------ API
 
     def request(self, method: str, params: Any, timeout: float = 30) -> Any:
-        request_id = next(self._ids)
-        box = self._responses.setdefault(request_id, queue.Queue())
-        self._write({"id": request_id, "method": method, "params": params})
-        response = box.get(timeout=timeout)
+        response = self.send_request(method, params).get(timeout=timeout)
         if "error" in response:
             raise RuntimeError(f"{method}: {response['error']}")
         return response.get("result")
+
+    def send_request(self, method: str, params: Any) -> "queue.Queue[dict]":
+        """Send a request without waiting; its response arrives in the returned queue."""
+        request_id = next(self._ids)
+        box = self._responses.setdefault(request_id, queue.Queue())
+        self._write({"id": request_id, "method": method, "params": params})
+        return box
 
     def notify(self, method: str, params: Any) -> None:
         self._write({"method": method, "params": params})

@@ -178,3 +178,16 @@ def test_invalid_configuration_is_shown_once_not_on_every_change(start, tmp_path
     while not client.notifications.empty():
         methods.append(client.notifications.get().get("method"))
     assert "window/showMessage" not in methods
+
+
+def test_a_text_too_deep_to_lint_says_so_instead_of_looking_clean(start, tmp_path):
+    from amplint.syntaxcheck import MAX_EXPRESSION_DEPTH
+
+    client = start()
+    path = tmp_path / "chain.py"
+    deep = "import torch\ny = a" + ".b()" * MAX_EXPRESSION_DEPTH + "\n" + DEPRECATED
+    (diagnostic,) = open_document(client, path, deep)["diagnostics"]
+    assert diagnostic["message"].startswith("not linted: an expression is nested")
+    assert (diagnostic["source"], diagnostic["severity"]) == ("amplint", 1)
+    assert diagnostic["range"]["start"] == {"line": 0, "character": 0}
+    assert [d["code"] for d in change_document(client, path, DEPRECATED, 2)["diagnostics"]] == ["AMP001"]

@@ -7,6 +7,9 @@ that applies to the document's path, as for ``amplint check`` on that file.
 
 from __future__ import annotations
 
+import asyncio
+from urllib.parse import unquote
+
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 from pygls.uris import to_fs_path
@@ -14,13 +17,33 @@ from pygls.uris import to_fs_path
 import amplint
 from amplint.api import lint_document
 from amplint.engine import lint_text
+from amplint.model import FileError, FileResult
 from amplint.lsp import values
 from amplint.lsp.convert import LspPositions
+from amplint.lsp.framing import GuardedStdin
 from amplint.lsp.protocol import AmplintProtocol
+from amplint.lsp.scheduling import LintScheduler
 
 FIX_ALL_KIND = f"{types.CodeActionKind.SourceFixAll.value}.amplint"
 FIX_ALL_TITLE = "Fix all amplint issues"
 APPLY_FIX_ALL_COMMAND = "amplint.applyAutofix"
+
+
+def _lint_for_diagnostics(text: str, filename: str, settings):
+    """The lint result, or the exception it raised; run on a worker thread, so it sends nothing."""
+    try:
+        return lint_document(text, filename, settings, edits=False)
+    except RecursionError:
+        # The words of `amplint check` (engine.process_file) for the same text.
+        return FileResult(filename, errors=[FileError(filename, f"{filename}: not linted: too deeply nested to lint")])
+    except Exception as exc:  # noqa: BLE001 - the editor must keep its server
+        return exc
+
+
+def _without_filename(message: str, filename: str) -> str:
+    """``not linted: ...``: the editor already shows which file a diagnostic is in."""
+    prefix = f"{filename}: "
+    return message[len(prefix) :] if message.startswith(prefix) else message
 
 
 class AmplintServer(LanguageServer):
@@ -35,6 +58,7 @@ class AmplintServer(LanguageServer):
         # `amplint check --unsafe-fixes` does; they change behaviour, so they are opt-in.
         self.unsafe_fixes = False
         self._reported_config_errors: set[str] = set()
+        self.lints = LintScheduler(self.publish)
 
     def filename(self, uri: str) -> str:
         return to_fs_path(uri) or uri
@@ -68,21 +92,33 @@ class AmplintServer(LanguageServer):
             self.window_log_message(types.LogMessageParams(type=types.MessageType.Error, message=f"amplint: internal error: {exc!r}"))
             return None
 
-    def publish(self, uri: str) -> None:
-        document = self.workspace.get_text_document(uri)
-        linted = self.lint(uri, edits=False)
-        if linted is None:
+    async def publish(self, uri: str) -> None:
+        """Lint the document off the event loop and publish, unless it changed meanwhile."""
+        document = self.workspace.text_documents.get(unquote(uri))
+        if document is None:
             return
-        text, result = linted
+        settings = self.settings(uri)
+        if settings is None:
+            return
+        version, text, filename = document.version, document.source, self.filename(uri)
+        # A thread, so that requests (code actions on the current text) are answered meanwhile.
+        outcome = await asyncio.to_thread(_lint_for_diagnostics, text, filename, settings)
+        current = self.workspace.text_documents.get(unquote(uri))
+        if current is None or current.version != version or current.source != text:
+            return  # the newer text has its own lint scheduled
+        if isinstance(outcome, Exception):
+            self.window_log_message(types.LogMessageParams(type=types.MessageType.Error, message=f"amplint: internal error: {outcome!r}"))
+            return
         positions = self.positions(text)
-        for error in result.errors:
+        diagnostics = [values.diagnostic(positions, finding) for finding in outcome.findings]
+        for error in outcome.errors:
             self.window_log_message(types.LogMessageParams(type=types.MessageType.Error, message=error.message))
+        # Internal errors (one rule's bug) and warnings leave the findings meaningful, as in api.
+        not_linted = [error for error in outcome.errors if not error.internal and not error.warning]
+        if not_linted:
+            diagnostics.insert(0, values.not_linted(_without_filename(not_linted[0].message, filename)))
         self.text_document_publish_diagnostics(
-            types.PublishDiagnosticsParams(
-                uri=uri,
-                version=document.version,
-                diagnostics=[values.diagnostic(positions, finding) for finding in result.findings],
-            )
+            types.PublishDiagnosticsParams(uri=uri, version=version, diagnostics=diagnostics)
         )
 
     def offered(self, applicability: str) -> bool:
@@ -155,21 +191,24 @@ def _initialize(ls: AmplintServer, params: types.InitializeParams) -> None:
 
 @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
 def _did_open(ls: AmplintServer, params: types.DidOpenTextDocumentParams) -> None:
-    ls.publish(params.text_document.uri)
+    ls.lints.schedule(params.text_document.uri, delay=0)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
 def _did_change(ls: AmplintServer, params: types.DidChangeTextDocumentParams) -> None:
-    ls.publish(params.text_document.uri)
+    # The text is already updated (AmplintProtocol); only the lint waits for typing to pause.
+    ls.lints.schedule(params.text_document.uri)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
 def _did_save(ls: AmplintServer, params: types.DidSaveTextDocumentParams) -> None:
-    ls.publish(params.text_document.uri)
+    # At once: a save may follow a configuration change that the open text did not see.
+    ls.lints.schedule(params.text_document.uri, delay=0)
 
 
 @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
 def _did_close(ls: AmplintServer, params: types.DidCloseTextDocumentParams) -> None:
+    ls.lints.cancel(params.text_document.uri)
     ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=params.text_document.uri, diagnostics=[]))
 
 
@@ -196,5 +235,12 @@ def _apply_fix_all(ls: AmplintServer, *arguments):
     return None
 
 
+@server.feature(types.SHUTDOWN)
+def _shutdown(ls: AmplintServer, params) -> None:
+    ls.lints.cancel_all()
+
+
 def serve() -> None:
-    server.start_io()
+    import sys
+
+    server.start_io(GuardedStdin(sys.stdin.buffer, server.protocol.message_skipped))

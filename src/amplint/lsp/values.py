@@ -59,3 +59,14 @@ def whole_text_edits(positions: LspPositions, new: str) -> list[types.TextEdit]:
 
 def same_place(diagnostic: types.Diagnostic, other: types.Diagnostic) -> bool:
     return diagnostic.code == other.code and diagnostic.range.start == other.range.start
+
+
+def not_linted(reason: str) -> types.Diagnostic:
+    """The one diagnostic for a text amplint could not lint: no diagnostics would read as clean."""
+    start = types.Position(line=0, character=0)
+    return types.Diagnostic(
+        range=types.Range(start=start, end=start),
+        message=reason,
+        severity=types.DiagnosticSeverity.Error,
+        source=SOURCE,
+    )
