@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 
 import click
@@ -22,6 +23,7 @@ AMP too, timeout...), 3 inconclusive (the FP32 reference does not decrease, or i
 the tolerance)."""
 
 EXIT_INTERRUPTED = 130
+_TERMINATING_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
 
 
 @click.command("verify", help=_HELP, context_settings={"ignore_unknown_options": True})
@@ -85,7 +87,10 @@ def verify_command(module, steps, device, dtype, baseline, rtol, max_skipped_fra
         _fail("amplint verify needs torch: pip install 'amplint[runtime]'")
 
     from .launch import Interrupted
+    from .process_groups import Terminated, raise_terminated
 
+    # SIGTERM and SIGHUP unwind like Ctrl-C, so the runs are stopped and the temporary folder removed
+    previous = {sig: signal.signal(sig, raise_terminated) for sig in _TERMINATING_SIGNALS}
     try:
         result = verify(
             script, args, module=module, steps=steps, device=device, dtype=dtype, baseline=baseline, rtol=rtol,
@@ -94,6 +99,11 @@ def verify_command(module, steps, device, dtype, baseline, rtol, max_skipped_fra
         )
     except (Interrupted, KeyboardInterrupt):
         _fail("interrupted: the runs were stopped", EXIT_INTERRUPTED)
+    except Terminated as exc:
+        _fail(f"received {signal.Signals(exc.signum).name}: the runs were stopped", 128 + exc.signum)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     from .report import format_text, write_json
 
     click.echo(format_text(result))

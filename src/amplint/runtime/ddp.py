@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -19,6 +18,7 @@ from dataclasses import replace
 from typing import Any
 
 from .findings import finding_key, sort_findings
+from .process_groups import become_group_leader, end_groups, end_process_tree
 from .runner import RunOutcome, Target
 
 
@@ -97,18 +97,19 @@ def run_distributed(
 
 
 def _launch(cmd: list[str], timeout: float) -> int | None:
-    """torchrun's exit status, or None when it ran past ``timeout`` (then it and its ranks are killed)."""
+    """torchrun's exit status, or None when it ran past ``timeout``. However it ends, torchrun,
+    its ranks (each in a session of its own) and whatever they spawned are ended with it."""
     proc = subprocess.Popen(cmd, start_new_session=True)
     try:
         return proc.wait(timeout=timeout or None)
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
         return None
-    except KeyboardInterrupt:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-        raise
+    finally:
+        if proc.returncode is None:  # timeout, Ctrl-C, SIGTERM: rank groups are found through torchrun
+            end_process_tree(proc.pid)
+            proc.wait()
+        else:  # torchrun has ended its ranks; a reaped pid is not looked up again
+            end_groups([proc.pid])
 
 
 def _worker(argv: list[str]) -> int:
@@ -133,6 +134,7 @@ def _worker(argv: list[str]) -> int:
     from .progress import Progress
     from .runner import run_once
 
+    become_group_leader()  # torchrun's ranks already are; ending this group must not reach torchrun
     rank = int(os.environ.get("RANK", "0"))
     remap = ns.device == "cpu"
     plan = PrecisionPlan(remap, remap, None if ns.dtype == "auto" else ns.dtype, ns.mode == "fp32")
@@ -146,6 +148,8 @@ def _worker(argv: list[str]) -> int:
         )
     finally:
         bar.close()
+        # torchrun only SIGTERMs a finished rank's group: a process that ignores it would stay
+        end_groups([os.getpgrp()], exclude_self=True)
     write_guard.keep_refusing()  # this rank only reports now, then exits
     with open(os.path.join(ns.out, f"rank{rank}.json"), "w", encoding="utf-8") as fh:
         json.dump(outcome.to_wire(), fh, default=str)

@@ -19,6 +19,7 @@ from dataclasses import asdict
 from typing import BinaryIO
 
 from .precision import PrecisionPlan
+from .process_groups import Terminated
 from .progress import ProgressBoard
 from .runner import RunOutcome, Target
 
@@ -116,6 +117,9 @@ def _run_in(workdir: str, target: Target, sides, *, device, steps, seed, timeout
     except KeyboardInterrupt:
         _stop(proc)
         raise Interrupted() from None
+    except Terminated:
+        _stop(proc)
+        raise
     except subprocess.TimeoutExpired:
         _stop(proc)
     for t in threads:

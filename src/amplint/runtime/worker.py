@@ -19,6 +19,7 @@ import time
 from typing import Any
 
 from .precision import PrecisionPlan
+from .process_groups import end_groups
 from .runner import RunOutcome, Target
 
 _child_pid: int | None = None
@@ -60,10 +61,15 @@ def run_side(req: dict[str, Any], side: dict[str, Any], progress_fd: int | None)
     if pid == 0:
         os.close(read_fd)
         _child(req, side, write_fd)  # never returns
+    _own_group(pid)
     _child_pid = pid
     os.close(write_fd)
-    steps_seen, status = _watch(pid, read_fd, progress_fd, req.get("timeout") or None)
-    _child_pid = None
+    try:
+        steps_seen, status = _watch(pid, read_fd, progress_fd, req.get("timeout") or None)
+    finally:
+        # what the script spawned outlives the run itself (re-parented to init) unless ended here
+        end_groups([pid])
+        _child_pid = None
     os.close(read_fd)
     path = os.path.join(req["results"], f"{mode}.json")
     if status is None:
@@ -86,7 +92,7 @@ def _watch(pid: int, read_fd: int, progress_fd: int | None, timeout: float | Non
             if done:
                 status = wait_status
         if deadline is not None and time.monotonic() > deadline and status is None:
-            _kill_group(pid)
+            end_groups([pid])
             os.waitpid(pid, 0)
             return steps_seen, None
         ready, _, _ = select.select([read_fd], [], [], 0.1)
@@ -167,16 +173,18 @@ def _death_message(status: int, steps_seen: int) -> str:
     return f"the script ended its process with status {code}{after} (os._exit?) before verify could record the run"
 
 
-def _kill_group(pid: int) -> None:
+def _own_group(pid: int) -> None:
+    """The child moves into a group of its own too; doing it from both sides means the group
+    exists before this process could need to end it."""
     try:
-        os.killpg(pid, signal.SIGKILL)
-    except ProcessLookupError:
+        os.setpgid(pid, pid)
+    except OSError:  # the child did it first, or is already gone
         pass
 
 
 def _terminate(signum: int, frame: Any) -> None:
     if _child_pid is not None:
-        _kill_group(_child_pid)
+        end_groups([_child_pid])
     os._exit(128 + signum)
 
 
