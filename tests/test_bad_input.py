@@ -151,3 +151,30 @@ def test_bad_input_in_a_real_process_has_no_traceback(amplint_exe, files, tmp_pa
     assert "amplint: error: latin.py: " in run.stderr
     assert run.stdout.startswith("broken.py:2:")
     assert " AMP000 SyntaxError: " in run.stdout
+
+
+BOM = b"\xef\xbb\xbf"
+
+
+@pytest.mark.parametrize("head, line", [
+    (b"# coding: latin-1\n", 1),
+    (b"#!/usr/bin/env python\n# -*- coding: latin-1 -*-\n", 2),
+])
+def test_bom_with_latin1_cookie_is_python_s_syntax_error_and_never_fixed(cli, files, fake_rules, tmp_path, head, line):
+    data = BOM + head + b"bad_call()\n"
+    (tmp_path / "bom.py").write_bytes(data)
+    with pytest.raises(SyntaxError) as python:
+        compile(data, "bom.py", "exec")
+    for args in (("--output-format", "concise"), ("--fix",)):
+        run = cli("bom.py", *args)
+        assert run.exit_code == 1 and run.stdout == ""
+        assert run.stderr.splitlines()[0] == f"amplint: error: bom.py:{line}: SyntaxError: {python.value.msg}"
+        assert_no_traceback(run)
+    assert (tmp_path / "bom.py").read_bytes() == data
+
+
+def test_bom_with_utf8_cookie_is_linted_and_fixed(cli, files, fake_rules, tmp_path):
+    (tmp_path / "bom.py").write_bytes(BOM + b"# coding: utf-8\nbad_call()\n")
+    assert cli("bom.py", "--output-format", "concise").stdout == "bom.py:2:1: AMP991 [*] `bad_call` is not allowed\n"
+    assert cli("bom.py", "--fix").exit_code == 0
+    assert (tmp_path / "bom.py").read_bytes() == BOM + b"# coding: utf-8\ngood_call()\n"

@@ -45,11 +45,47 @@ class SourceText:
     bom: bool
 
 
+class EncodingSyntaxError(SourceError):
+    """Python refuses the file before reading any code (a BOM with a non-UTF-8 cookie):
+    ``msg`` is CPython's message, ``lineno`` the declaration's line."""
+
+    def __init__(self, name: str, msg: str, lineno: int) -> None:
+        super().__init__(f"{name}:{lineno}: SyntaxError: {msg}")
+        self.msg = msg
+        self.lineno = lineno
+
+
+def _cookie_after_bom(payload: bytes) -> tuple[str, int] | None:
+    """The encoding a BOM-marked file declares and the declaration's line, as CPython reads it:
+    on line 1, or on line 2 below a comment or blank line."""
+    lines = payload.decode("latin-1").splitlines()[:2]
+    for lineno, line in enumerate(lines, start=1):
+        match = _CODING_COOKIE.match(line)
+        if match:
+            return match.group(1), lineno
+        if line.strip() and not line.lstrip(" \t\f").startswith("#"):
+            return None
+    return None
+
+
+def _reject_bom_with_other_cookie(payload: bytes, name: str) -> None:
+    cookie = _cookie_after_bom(payload)
+    if cookie is None:
+        return
+    declared, lineno = cookie
+    normal = tokenize._get_normal_name(declared)  # the spelling CPython's message uses
+    if normal != "utf-8":
+        # CPython: "encoding problem: iso-8859-1 with BOM"; tokenize's own message says utf-8.
+        raise EncodingSyntaxError(name, f"encoding problem: {normal} with BOM", lineno)
+
+
 def decode_source(data: bytes, name: str) -> SourceText:
     bom = data.startswith(codecs.BOM_UTF8)
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as exc:
+        if bom:
+            _reject_bom_with_other_cookie(data[len(codecs.BOM_UTF8):], name)
         first_lines = data.decode("latin-1").splitlines()[:2]
         if any(_CODING_COOKIE.match(line) for line in first_lines):
             raise SourceError(f"{name}: invalid encoding declaration: {exc.msg}") from None

@@ -119,7 +119,7 @@ class CheckpointHelperFacts:
             if _qualified_name(function) != callee.function.name:
                 continue
             for scaler in facts.checkpointed_scalers(event.ctx):
-                own = scaler in function.params or any(a.ctx.scope is event.ctx.scope for a in facts.assignments_to(scaler))
+                own = scaler in function.params or bool(facts.own_assignments_to(scaler, event.ctx.scope))
                 if not own:
                     return True
         return False

@@ -326,11 +326,11 @@ class CheckpointFacts:
                 continue
             if "." in key:
                 continue
-            if any(a.ctx.scope is ctx.scope for a in self.assignments_to(key)):
+            if self.own_assignments_to(key, ctx.scope):
                 out.append(key)
             elif ctx.scope.kind == "function" and key in (function.params if function else ()):
                 out.append(key)
-            elif key not in ctx.scope.bindings and any(a.ctx.scope.kind == "module" for a in self.assignments_to(key)):
+            elif key not in ctx.scope.bindings and self.own_assignments_to(key, self.module_scope):
                 module_level.append(key)
         out.extend(w for w in self.scaler_wrappers(ctx) if w not in out)
         return out or module_level
@@ -350,7 +350,7 @@ class CheckpointFacts:
             if site is None or site.qualname in API.SCALER_CLASSES:
                 continue
             if (site.func_text or "").rsplit(".", 1)[-1].endswith("Scaler") or self.project.builds_scaler(site):
-                local = [a for a in self.assignments_to(name) if a.ctx.scope is ctx.scope]
+                local = self.own_assignments_to(name, ctx.scope)
                 if any(S.is_none(a.value) for a in local) and all(a.ctx.branches for a in local if not S.is_none(a.value)):
                     continue  # ``None`` unless AMP is on: optional, like an optional GradScaler
                 out.append(name)
@@ -365,13 +365,6 @@ class CheckpointFacts:
             and function.class_name == class_name
             for ref in self.references
         )
-
-    def scaler_optional(self, key: str) -> bool:
-        """``self.scaler = None`` and built only under some ``if``: AMP may be off on every path we see."""
-        assignments = self.assignments_to(key)
-        nones = [a for a in assignments if S.is_none(a.value)]
-        others = [a for a in assignments if a not in nones]
-        return bool(nones) and bool(others) and all(a.ctx.branches for a in others)
 
     def scaler_may_be_none(self, key: str, ctx: Context) -> bool:
         """``key`` may hold ``None`` at ``ctx``: assigned ``None`` (or ``x or None``) there, or a
@@ -390,7 +383,7 @@ class CheckpointFacts:
         function = self.function_of(ctx.scope)
         if key.startswith("self.") or (function is not None and key in function.params):
             return 0
-        return min((a.ctx.order for a in self.assignments_to(key) if a.ctx.scope is ctx.scope), default=0)
+        return min((a.ctx.order for a in self.own_assignments_to(key, ctx.scope)), default=0)
 
     def mentions_scaler(self, node: cst.CSTNode, scalers: list[str]) -> bool:
         """``node`` refers to one of ``scalers`` (or to anything named like a scaler)."""

@@ -30,9 +30,18 @@ class ScalerInfo:
     constructions: list[CallSite] = field(default_factory=list)
     evidence: set[str] = field(default_factory=set)
     built_as: dict[CallSite, Variable | None] = field(default_factory=dict)
+    # Asked once per scope that uses the scaler: scanning every construction each time is
+    # quadratic in a file of functions that each build their own ``scaler``.
+    by_variable: dict[Variable, list[CallSite]] = field(default_factory=dict)
+
+    def add_construction(self, site: CallSite, variable: Variable | None) -> None:
+        self.constructions.append(site)
+        self.built_as[site] = variable
+        if variable is not None:
+            self.by_variable.setdefault(variable, []).append(site)
 
     def constructions_of(self, variable: Variable | None) -> list[CallSite]:
-        return [site for site in self.constructions if variable is not None and self.built_as.get(site) == variable]
+        return self.by_variable.get(variable, []) if variable is not None else []
 
     @property
     def provably_disabled(self) -> bool:
@@ -57,8 +66,7 @@ class ScalerFacts:
                 if site is not None and self.is_scaler_construction(site):
                     for target in assignment.targets:
                         info = get(target)
-                        info.constructions.append(site)
-                        info.built_as[site] = self.variable(target, assignment.ctx.scope)
+                        info.add_construction(site, self.variable(target, assignment.ctx.scope))
                         info.evidence.add("constructed")
         for site in self.calls:
             func = site.node.func
@@ -77,6 +85,33 @@ class ScalerFacts:
             elif method == "step" and receiver is not None and "scaler" in receiver.rsplit(".", 1)[-1].lower() and len(S.positional_args(site.node)) == 1:
                 get(receiver).evidence.add("named-step")
         return out
+
+    @cached_property
+    def _assignments_by_target_and_scope(self) -> dict[tuple[str, int], list]:
+        index: dict[tuple[str, int], list] = {}
+        for assignment in self.assignments:
+            for target in dict.fromkeys(assignment.targets):
+                index.setdefault((target, id(assignment.ctx.scope)), []).append(assignment)
+        return index
+
+    def own_assignments_to(self, key: str, scope: Scope) -> list:
+        """Assignments to the dotted text ``key`` made in ``scope`` itself, in source order (not
+        those at module level): asked per function, so looked up rather than filtered."""
+        return self._assignments_by_target_and_scope.get((key, id(scope)), [])
+
+    def scaler_optional(self, key: str) -> bool:
+        """``self.scaler = None`` and built only under some ``if``: AMP may be off on every path we see."""
+        # A question of the key alone, asked once per scope: answered once per key.
+        cache = self._scaler_optional_by_key
+        if key not in cache:
+            assignments = self.assignments_to(key)
+            others = [a for a in assignments if not S.is_none(a.value)]
+            cache[key] = len(others) < len(assignments) and bool(others) and all(a.ctx.branches for a in others)
+        return cache[key]
+
+    @cached_property
+    def _scaler_optional_by_key(self) -> dict[str, bool]:
+        return {}
 
     def is_scaler(self, key: str | None) -> bool:
         return key is not None and key in self.scalers
