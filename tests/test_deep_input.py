@@ -104,3 +104,24 @@ def test_code_python_rejects_is_a_syntax_error_and_is_not_fixed(tmp_path, code, 
     subprocess.run([sys.executable, "-m", "amplint", "check", "--no-cache", "--fix", "bad.py"], cwd=tmp_path,
                    capture_output=True, timeout=300)
     assert path.read_bytes() == code.encode()
+
+
+@pytest.mark.parametrize("nesting", ["-" * 20_000 + "1", "lambda: " * 3_000 + "1"], ids=["unary-minus", "lambda"])
+def test_nesting_python_itself_gives_up_on_is_not_handed_to_libcst(tmp_path, monkeypatch, nesting):
+    # CPython's parser stops with MemoryError here at once; libcst's took minutes and over 20 GB
+    # on the unary chain before it was told what Python had found.
+    import libcst
+
+    from amplint import engine
+    from amplint.settings import Settings
+
+    def must_not_parse(*args, **kwargs):
+        raise AssertionError("libcst was asked to parse a text Python's parser gave up on")
+
+    monkeypatch.setattr(libcst, "parse_module", must_not_parse)
+    text = f"import torch\nx = {nesting}\nwith torch.cuda.amp.autocast():\n    pass\n"
+    result = engine.lint_text(text, "deep.py", Settings())
+    assert [error.message for error in result.errors] == [
+        "deep.py: not linted: nested too deeply (Python's parser ran out of stack)"
+    ]
+    assert result.findings == []

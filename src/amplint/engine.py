@@ -86,6 +86,9 @@ def _lint_once(
         # Python's verdict wins: code libcst accepts but this Python rejects is not linted or fixed.
         result.findings.append(_python_syntax_error(view.error, filename))
         return result
+    if view.gave_up is not None:
+        result.errors.append(FileError(filename, f"{filename}: not linted: nested too deeply ({view.gave_up})"))
+        return result
     if view.tree is not None and (depth := expression_depth(view.tree, text)) > MAX_EXPRESSION_DEPTH:
         result.errors.append(FileError(
             filename, f"{filename}: not linted: an expression is nested {depth} levels deep, "

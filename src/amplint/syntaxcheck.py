@@ -22,6 +22,9 @@ MAX_EXPRESSION_DEPTH = 500
 class PythonView:
     tree: ast.Module | None
     error: SyntaxError | None = None  # set when the running Python rejects the text
+    # set when Python's own parser gave up (stack or recursion exhausted): libcst's, which
+    # recurses further, would then take minutes and gigabytes on the same text
+    gave_up: str | None = None
 
 
 def python_view(text: str, filename: str) -> PythonView:
@@ -35,8 +38,10 @@ def python_view(text: str, filename: str) -> PythonView:
         error = SyntaxError(str(exc))
         error.lineno, error.offset = 1, 1
         return PythonView(None, error)
-    except (RecursionError, MemoryError):
-        return PythonView(None)
+    except RecursionError:
+        return PythonView(None, gave_up="Python's parser ran out of recursion depth")
+    except MemoryError:
+        return PythonView(None, gave_up="Python's parser ran out of stack")
 
 
 def expression_depth(tree: ast.AST, text: str | None = None) -> int:
