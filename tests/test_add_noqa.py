@@ -14,7 +14,7 @@ import nbformat
 import pytest
 
 import amplint
-from amplint.add_noqa import add_directives, add_noqa_to_files
+from amplint.add_noqa import add_directives, add_directives_at, add_noqa_to_files
 from amplint.engine import Job, process_file
 from amplint.model import FileResult, Location
 from amplint.settings import Settings
@@ -78,6 +78,37 @@ def test_cli_adds_directives_and_the_next_check_passes(cli, files, tmp_path):
     again = cli("check", "--add-noqa", ".")
     assert (again.exit_code, again.stderr) == (0, "Added 0 noqa directives.\n")
     assert cli("check", "--no-cache", ".").exit_code == 0
+
+
+def test_a_string_that_looks_like_a_directive_converges_in_one_run(cli, files, tmp_path):
+    files({
+        "listed.py": 'import torch\nc = torch.cuda.amp.autocast(enabled="# noqa: AMP003" != "")\n',
+        "bare.py": 'import torch\nc = torch.cuda.amp.autocast(enabled="# noqa" != "")\n',
+    })
+    run = cli("check", "--add-noqa", ".")
+    assert (run.exit_code, run.stderr) == (0, "Added 2 noqa directives.\n")
+    for name, string in (("listed.py", "# noqa: AMP003"), ("bare.py", "# noqa")):
+        expected = f'import torch\nc = torch.cuda.amp.autocast(enabled="{string}" != "")  # noqa: AMP001\n'
+        assert (tmp_path / name).read_text() == expected
+    again = cli("check", "--add-noqa", ".")
+    assert (again.exit_code, again.stderr) == (0, "Added 0 noqa directives.\n")
+    assert cli("check", "--no-cache", ".").exit_code == 0
+
+
+@pytest.mark.parametrize("line_end", ["\n", "\r\n", "\r"])
+@pytest.mark.parametrize("final_line_end", [True, False])
+def test_directives_added_are_the_ones_read(line_end, final_line_end):
+    rows = ["import torch", f'ctx = {AUTOCAST}; s = "# noqa: E501"', f"other = {AUTOCAST}"]
+    text = line_end.join(rows) + (line_end if final_line_end else "")
+    new_text, count, skipped = add_directives(text, amplint.lint_source(text, "t.py"))
+    assert (count, skipped) == (2, [])
+    assert amplint.lint_source(new_text, "t.py") == []
+    assert new_text.split(line_end)[1].endswith('"# noqa: E501"  # noqa: AMP001')
+
+
+def test_a_code_already_listed_is_not_counted_again():
+    text = f"ctx = {AUTOCAST}  # noqa: E501, AMP001\nx = 1  # noqa\n"
+    assert add_directives_at(text, {1: {"AMP001"}, 2: {"AMP003"}}) == (text, 0, [])
 
 
 def test_flake8_still_reads_the_merged_directive(files, tmp_path):

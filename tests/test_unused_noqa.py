@@ -33,6 +33,9 @@ SNAPSHOTS = [
     (f"{DEPRECATED_LINE}  # noqa: AMP001, AMP003\n    pass\n", f"{DEPRECATED_LINE}  # noqa: AMP001\n    pass\n"),
     (f"{DEPRECATED_LINE}  # noqa: E501, AMP001, AMP999\n    pass\n", f"{DEPRECATED_LINE}  # noqa: E501, AMP001\n    pass\n"),
     ("y = f(1,  # noqa: AMP003\n      2)\n", "y = f(1,\n      2)\n"),
+    # A "# noqa" in a string neither silences AMP100 nor is the directive the fix edits.
+    ('y = "# noqa"  # noqa: AMP003\n', 'y = "# noqa"\n'),
+    ('y = "# noqa: AMP100"  # noqa: E501, AMP003\n', 'y = "# noqa: AMP100"  # noqa: E501\n'),
 ]
 
 
@@ -60,6 +63,12 @@ def test_message_and_position_name_the_directive():
 ])
 def test_directives_that_are_not_reported(line):
     assert _reported(f"import torch\n{line}\n") == []
+
+
+def test_a_directive_after_a_string_that_looks_like_one_is_used():
+    text = f'import torch\nc = torch.cuda.amp.autocast(); x = "# noqa: AMP003"  # noqa: AMP001\n'
+    assert _reported(text) == []
+    assert _fixed(text) == text
 
 
 def test_used_directive_is_kept_and_off_by_default():

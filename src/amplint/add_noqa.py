@@ -12,7 +12,6 @@ Notebooks are edited in their cells (:mod:`amplint.add_noqa_notebook`).
 from __future__ import annotations
 
 import ast
-import io
 import re
 import tokenize
 from collections import defaultdict
@@ -38,8 +37,7 @@ def _comment_rows(text: str) -> tuple[set[int], dict[int, tokenize.TokenInfo]]:
     """Rows whose end can take a comment (they end a statement or a bracketed line), and each row's comment."""
     ends: set[int] = set()
     comments: dict[int, tokenize.TokenInfo] = {}
-    # newline="": lone "\r" breaks a line too, so rows are counted as amplint counts them.
-    for token in tokenize.generate_tokens(io.StringIO(text, newline="").readline):
+    for token in noqa.python_tokens(text):
         if token.type in (tokenize.NEWLINE, tokenize.NL):
             ends.add(token.start[0])
         elif token.type == tokenize.COMMENT:
@@ -47,14 +45,10 @@ def _comment_rows(text: str) -> tuple[set[int], dict[int, tokenize.TokenInfo]]:
     return ends, comments
 
 
-def _merged_directive(comment: str, codes: list[str]) -> str | None:
-    """``comment`` with ``codes`` added to its noqa directive; ``None`` if it has none."""
-    match = noqa.directive(comment)
-    if match is None or match.group("codes") is None:
-        return None
-    existing = noqa.split_codes(match.group("codes"))
-    known = {code.upper() for code in existing}
-    listed = ", ".join(existing + [code for code in codes if code not in known])
+def _merged_directive(found: noqa.RowDirective, codes: list[str]) -> str:
+    """``found``'s comment with ``codes`` appended to the codes its directive lists."""
+    comment, match = found.comment, found.match
+    listed = ", ".join(noqa.split_codes(match.group("codes")) + codes)
     return comment[: match.start("sep")] + ": " + listed + comment[match.end("codes"):]
 
 
@@ -78,27 +72,34 @@ def add_directives_at(text: str, codes_by_row: dict[int, set[str]]) -> tuple[str
     if not codes_by_row:
         return text, 0, []
     ends, comments = _comment_rows(text)
+    # The directives the suppressor reads: a code counts as added only where it was not yet listed.
+    directives = noqa.directives_in_comments(comments.values())
     parts = _LINE_BREAK.split(text)  # line, break, line, break, ..., last line
     lines, breaks = parts[0::2], parts[1::2]
     added = 0
     skipped: list[int] = []
     for row, codes in sorted(codes_by_row.items()):
-        ordered = sorted(codes)
         if row not in ends or row > len(lines):
             skipped.append(row)
             continue
+        found = directives.get(row)
+        listed = found.codes if found is not None else frozenset()
+        if listed is None:
+            continue  # a bare ``# noqa`` already suppresses every code
+        missing = sorted(code for code in codes if code.upper() not in listed)
+        if not missing:
+            continue
         line = lines[row - 1]
         comment = comments.get(row)
-        if comment is not None:
-            start, end = comment.start[1], comment.end[1]
-            merged = _merged_directive(comment.string, ordered)
-            if merged is not None:
-                lines[row - 1] = line[:start] + merged + line[end:]
-            else:
-                lines[row - 1] = line[:end] + f"  # noqa: {', '.join(ordered)}" + line[end:]
+        if found is not None:
+            end = found.column + len(found.comment)
+            lines[row - 1] = line[: found.column] + _merged_directive(found, missing) + line[end:]
+        elif comment is not None:
+            end = comment.end[1]
+            lines[row - 1] = line[:end] + f"  # noqa: {', '.join(missing)}" + line[end:]
         else:
-            lines[row - 1] = line.rstrip(" \t") + f"  # noqa: {', '.join(ordered)}"
-        added += len(ordered)
+            lines[row - 1] = line.rstrip(" \t") + f"  # noqa: {', '.join(missing)}"
+        added += len(missing)
     new_text = "".join(line + brk for line, brk in zip(lines, breaks + [""]))
     return new_text, added, skipped
 

@@ -22,7 +22,6 @@ from amplint.sourcefile import (
     decode_source,
     encode_source,
     read_bytes,
-    source_lines,
 )
 
 # libcst (and the positions and fixes built on it) is imported where a file is parsed: a run
@@ -148,7 +147,7 @@ def _lint_once(
     except Exception as exc:  # noqa: BLE001 - one broken file must not stop the run
         result.errors.append(FileError(filename, f"{filename}: internal error while reading facts: {type(exc).__name__}: {exc}", internal=True))
         return result
-    lines = source_lines(text)
+    directives = noqa.FileDirectives(text)
     suppressed: dict[int, set[str]] = {}  # row -> codes its noqa comment suppressed (for AMP100)
     for rule_class in rules_to_run(text, settings, codes):
         try:
@@ -161,8 +160,7 @@ def _lint_once(
         for violation in violations:
             start, end = _location(positions[violation.node])
             noqa_row = positions[violation.noqa_node or violation.node].start.line
-            line = lines[noqa_row - 1] if 0 < noqa_row <= len(lines) else ""
-            if settings.respect_noqa and noqa.is_suppressed(violation.code, line):
+            if settings.respect_noqa and directives.suppresses(noqa_row, violation.code):
                 suppressed.setdefault(noqa_row, set()).add(violation.code)
                 continue
             finding = Finding(
@@ -181,7 +179,7 @@ def _lint_once(
     if noqa.UNUSED_NOQA_CODE in codes and settings.respect_noqa:
         from amplint.rules.amp100_unused_noqa import report_unused_noqa
 
-        report_unused_noqa(result, module, positions, lines, suppressed, codes, filename, settings)
+        report_unused_noqa(result, module, positions, directives, suppressed, codes, filename, settings)
     return result
 
 

@@ -134,11 +134,13 @@ class UnusedNoqa(Rule):
         return iter(())  # reported by report_unused_noqa, after the other rules
 
 
-def report_unused_noqa(result, module, positions, lines, suppressed, codes, filename, settings) -> None:
+def report_unused_noqa(result, module, positions, directives, suppressed, codes, filename, settings) -> None:
     """Add an AMP100 finding (and its fix) to ``result`` for each directive that suppressed nothing.
 
-    ``suppressed`` maps a row to the codes its directive suppressed in this pass; ``codes`` are the
-    rules enabled for the file.
+    ``directives``: the file's :class:`~amplint.noqa.FileDirectives`, the ones the suppressor
+    read; ``suppressed`` maps a
+    row to the codes its directive suppressed in this pass; ``codes`` are the rules enabled for
+    the file.
     """
     import libcst as cst
 
@@ -147,19 +149,20 @@ def report_unused_noqa(result, module, positions, lines, suppressed, codes, file
     from amplint.model import Finding, Location
     from amplint.rules.catalog import rule_catalog
 
-    if not any("noqa" in line.lower() for line in lines if "#" in line):
+    if not directives.by_row():
         return
     known = rule_catalog()
     for trailing in _trailing_comments(module):
         comment = trailing.comment
-        match = noqa.directive(comment.value)
-        if match is None or match.group("codes") is None:
-            continue
         start = positions[comment].start
         row = start.line
-        line = lines[row - 1] if 0 < row <= len(lines) else ""
-        if noqa.is_suppressed(UnusedNoqa.code, line):
+        found = directives.on_row(row)
+        # The libcst comment gives the fix its node; which directive the row has is the scan's call.
+        if found is None or found.codes is None or found.column != start.column:
+            continue
+        if found.suppresses(UnusedNoqa.code):
             continue  # the directive silences this rule itself
+        match = found.match
         written = noqa.split_codes(match.group("codes"))
         unused, unknown = [], []
         for code in (item.upper() for item in written):
@@ -186,7 +189,7 @@ def report_unused_noqa(result, module, positions, lines, suppressed, codes, file
         if not settings.fixable(UnusedNoqa.code):
             continue
         drop = {*unused, *unknown}
-        new_value = without_codes(comment.value, match, [code for code in written if code.upper() not in drop])
+        new_value = without_codes(found.comment, match, [code for code in written if code.upper() not in drop])
         if new_value is None:
             change = {trailing: trailing.with_changes(whitespace=cst.SimpleWhitespace(""), comment=None)}
         else:
