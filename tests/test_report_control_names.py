@@ -14,6 +14,8 @@ from urllib.parse import unquote
 
 import pytest
 
+from test_report_injection import _strings  # every string a JSON report holds
+
 NAME = "n\x1b[31m\x07\x7f\x01\x85\f\u2028\u202e\v\x1c\u2029yp.py"
 # The name as the terminal formats print it: C0 controls as their pictures, the rest by code point.
 SHOWN = "n\u241b[31m\u2407\u2421\u2401\\u0085\u240c\\u2028\\u202e\u240b\u241c\\u2029yp.py"
@@ -76,17 +78,6 @@ def test_ci_commands_stay_one_line_per_finding(cli, named, output_format):
     lines = check(cli, output_format).splitlines()
     assert len(lines) == 2
     assert all(line.startswith(("::error ", "##vso[task.logissue ")) for line in lines)
-
-
-def _strings(value):
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _strings(item)
 
 
 @pytest.mark.parametrize("output_format", JSON_FORMATS)
