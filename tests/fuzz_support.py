@@ -14,8 +14,9 @@ import warnings
 from hypothesis import HealthCheck, event, settings
 
 from amplint import api
-from amplint.engine import lint_text, source_lines
+from amplint.engine import lint_text
 from amplint.settings import Settings
+from amplint.sourcefile import source_lines
 
 _SLOW_INPUT = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much, HealthCheck.large_base_example]
 
