@@ -53,12 +53,38 @@ def run_in_pool(process_file: Callable, jobs: Sequence, workers: int | None = No
     pool = ProcessPoolExecutor(
         max_workers=workers, mp_context=context, initializer=worker_lifetime.init_worker, initargs=(os.getpid(),)
     )
+    restore_hook = None
     try:
         return list(pool.map(process_file, jobs, chunksize=chunk))
     except BaseException:
         # Ctrl-C or a failure: files not yet started are left alone, a write in progress completes.
+        restore_hook = quiet_thread_errors(getattr(pool, "_executor_manager_thread", None))
         worker_lifetime.stop_workers(pool)
         pool.shutdown(wait=False, cancel_futures=True)
         raise
     finally:
         pool.shutdown(wait=True)
+        if restore_hook is not None:
+            restore_hook()
+
+
+def quiet_thread_errors(thread) -> Callable[[], None]:
+    """Drop tracebacks of ``thread`` until the returned function is called.
+
+    Workers stopped under the pool's manager thread can make it fail on a queue or pipe the
+    shutdown already closed; its traceback would land after the run's one-line error."""
+    import threading
+
+    previous = threading.excepthook
+
+    def hook(args) -> None:
+        if thread is None or args.thread is not thread:
+            previous(args)
+
+    threading.excepthook = hook
+
+    def restore() -> None:
+        if threading.excepthook is hook:
+            threading.excepthook = previous
+
+    return restore
