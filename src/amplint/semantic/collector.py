@@ -31,6 +31,7 @@ class Collector(Walker):
         self.with_stack: list[cst.With | None] = []
         self.branch_stack: list[Branch | None] = []
         self.stmt_stack: list[cst.CSTNode] = []
+        self.suite_stack: list[cst.SimpleStatementSuite] = []  # ``if x: a()``: the ``a()`` part
         self.order = 0
         self.calls: list[CallSite] = []
         self.call_by_node: dict[cst.Call, CallSite] = {}
@@ -67,6 +68,7 @@ class Collector(Walker):
             branches=self._frame(self.branch_stack),
             stmt=self.stmt_stack[-1] if self.stmt_stack else None,
             order=self.order,
+            suite=self.suite_stack[-1] if self.suite_stack else None,
         )
 
     @property
@@ -89,6 +91,12 @@ class Collector(Walker):
 
     def leave_SimpleStatementLine(self, original_node: cst.SimpleStatementLine) -> None:
         self.stmt_stack.pop()
+
+    def visit_SimpleStatementSuite(self, node: cst.SimpleStatementSuite) -> None:
+        self.suite_stack.append(node)
+
+    def leave_SimpleStatementSuite(self, original_node: cst.SimpleStatementSuite) -> None:
+        self.suite_stack.pop()
 
     def _enter_compound(self, node: cst.CSTNode) -> None:
         self.stmt_stack.append(node)
@@ -143,9 +151,6 @@ class Collector(Walker):
         self.scope_stack.pop()
         self.stmt_stack.pop()
         return False
-
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return True
 
     def visit_ClassDef(self, node: cst.ClassDef) -> bool:
         self._enter_compound(node)
@@ -378,9 +383,6 @@ class Collector(Walker):
 
     def visit_Name(self, node: cst.Name) -> None:
         self._record_reference(node, [node.value])
-
-    def visit_Decorator(self, node: cst.Decorator) -> bool:
-        return True
 
     def visit_Arg(self, node: cst.Arg) -> bool:
         self.walk(node.value)

@@ -6,6 +6,8 @@ It knows nothing about torch. :class:`SemanticModel` runs the one walk
 - bindings (:mod:`amplint.semantic.bindings`): what a name or dotted expression resolves to;
 - identity (:mod:`amplint.semantic.identity`): which variable a dotted text names at a place;
 - flow (:mod:`amplint.semantic.flow`): containment, exclusive branches, blocks;
+- control flow (:mod:`amplint.semantic.control`, as ``control_flow``): paths, reaching,
+  dominance, correlated branches;
 - the call graph (:mod:`amplint.semantic.callgraph`): same-file calls and their callers;
 - values (:mod:`amplint.semantic.values`): the calls an expression may evaluate to.
 """
@@ -21,6 +23,7 @@ from libcst.metadata import CodeRange
 from amplint.semantic.bindings import BindingQueries
 from amplint.semantic.callgraph import CallGraph
 from amplint.semantic.collector import Collector
+from amplint.semantic.control import ControlFlow
 from amplint.semantic.flow import FlowQueries
 from amplint.semantic.identity import IdentityQueries
 from amplint.semantic.records import Assignment, CallSite, Context, Reference, Scope
@@ -49,6 +52,16 @@ class SemanticModel(BindingQueries, IdentityQueries, FlowQueries, CallGraph):
         self.spans = collector.spans
         for site in self.calls:
             site.qualname = self.qualname(site.node.func, site.ctx.scope)
+
+    @cached_property
+    def control_flow(self) -> ControlFlow:
+        """What runs before what on which paths of a function (:mod:`amplint.semantic.control`)."""
+        return ControlFlow(self)
+
+    @staticmethod
+    def in_walk_order(records: list, place=lambda record: record.ctx) -> list:
+        """``records`` sorted as the walk met their places (``place(record)``: a ``Context``)."""
+        return sorted(records, key=lambda record: place(record).order)
 
     # -- source
     def position(self, node: cst.CSTNode) -> CodeRange:

@@ -111,6 +111,7 @@ class Context:
     branches: tuple[Branch, ...]
     stmt: cst.CSTNode | None
     order: int
+    suite: cst.SimpleStatementSuite | None = None  # the one-line body (``if x: a()``) it is written in
 
 
 @dataclass(eq=False)

@@ -1,0 +1,192 @@
+"""Questions about the paths of a :class:`~amplint.semantic.cfg.FlowGraph`.
+
+A path is feasible unless it takes two branches of the same test different ways while
+nothing on the path between them assigns what the test reads: ``if amp: ... ; if amp: ...``
+has two paths, not four. Only tests written more than once in the body are followed this
+way; a search that would pass too many states gives up on correlation and treats every path
+as feasible, which answers "may" for more questions, never fewer.
+
+"Within one iteration" (the default) stops at a loop's back edge and leaves the loop as if
+it were exhausted: a statement late in a loop body does not reach an earlier one. With
+``across_iterations`` the back edges are followed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+import libcst as cst
+
+from amplint.semantic.cfg import ENTRY, EXIT, RAISE, Edge, FlowGraph
+
+# (test text, value) assumptions a path has made; a frozenset so states can be hashed.
+Assumptions = frozenset[tuple[str, bool]]
+MAX_STATES = 20_000
+
+TestKey = Callable[[cst.BaseExpression], "tuple[str, bool] | None"]
+
+
+class PathQueries:
+    """Path questions over one graph.
+
+    ``test_key(test)`` gives a test's comparable text and whether it is negated (``not x`` is
+    ``("x", True)``); ``reads(text)`` the dotted names a test text depends on;
+    ``assigns(node)`` the dotted names a statement node assigns.
+    """
+
+    def __init__(self, graph: FlowGraph, test_key: TestKey, reads: Callable[[str], frozenset[str]],
+                 assigns: Callable[[object], frozenset[str]]):
+        self.graph = graph
+        self._test_key = test_key
+        self._assigns = assigns
+        self._reads = reads
+        counts: dict[str, int] = {}
+        self._keys: dict[int, tuple[str, bool]] = {}
+        for test in graph.tests:
+            key = test_key(test)
+            if key is not None:
+                self._keys[id(test)] = key
+                counts[key[0]] = counts.get(key[0], 0) + 1
+        self._correlated = {text for text, count in counts.items() if count > 1}
+        self._arrivals: dict[int, set[Assumptions]] | None = None
+
+    # -- the questions
+    def reaches(self, a: object, b: object, across_iterations: bool = False) -> bool:
+        """A feasible path leaves ``a`` and arrives at ``b``."""
+        return any(node is b for node, _ in self._search(a, across_iterations))
+
+    def reaches_avoiding(self, a: object, b: object, avoid: Iterable[object], across_iterations: bool = False) -> bool:
+        """A feasible path leaves ``a`` and arrives at ``b`` without passing any of ``avoid``."""
+        return any(node is b for node, _ in self._search(a, across_iterations, stop=avoid))
+
+    def dominates(self, a: object, b: object) -> bool:
+        """Every path from the body's entry to ``b`` passes ``a`` (``a`` itself included)."""
+        if a is b:
+            return True
+        return not self.reaches_avoiding(ENTRY, b, [a])
+
+    def on_every_path(self, a: object, b: object) -> bool:
+        """Every feasible path that leaves ``a`` passes ``b`` before it ends, in one iteration.
+
+        A path ends at the exit, at the end of the loop iteration it started in, or where
+        nothing follows; a path that ends by raising is not counted against ``b``.
+        """
+        for node, _ in self._search(a, False, stop=[b], ends=True):
+            if node is EXIT or node is _DEAD_END:
+                return False
+        return True
+
+    def between(self, a: object, via: object, b: object, across_iterations: bool = False) -> bool:
+        """A feasible path goes from ``a`` through ``via`` to ``b``."""
+        for node, assumed in self._search(a, across_iterations):
+            if node is via:
+                assumed = self._after(via, assumed)
+                if via is b:
+                    return True
+                if any(n is b for n, _ in self._search(via, across_iterations, start_assumed=assumed)):
+                    return True
+        return False
+
+    # -- the search
+    def _search(self, start: object, across_iterations: bool, stop: Iterable[object] = (), ends: bool = False,
+                start_assumed: Assumptions | None = None) -> list[tuple[object, Assumptions]]:
+        """(node, assumptions) states reachable by leaving ``start``; ``stop`` nodes are entered, not left.
+
+        A path starts where a path from the body's entry to ``start`` left off, so a statement in
+        ``if amp:`` knows that ``amp`` held. With ``ends``, the ends of paths are yielded too, as
+        EXIT or ``_DEAD_END``.
+        """
+        if self._correlated:
+            starts = [start_assumed] if start_assumed is not None else self._states_at(start)
+            states = self._walk(start, starts, across_iterations, stop, ends, correlate=True)
+            if states is not None:
+                return states
+        return self._walk(start, [frozenset()], across_iterations, stop, ends, correlate=False) or []
+
+    def _states_at(self, node: object) -> list[Assumptions]:
+        """The assumptions feasible paths from the entry hold on arriving at ``node``."""
+        if node is ENTRY:
+            return [frozenset()]
+        if self._arrivals is None:
+            self._arrivals = {}
+            for target, assumed in self._walk(ENTRY, [frozenset()], False, (), False, correlate=True) or ():
+                self._arrivals.setdefault(id(target), set()).add(self._after(target, assumed))
+        found = self._arrivals.get(id(node))
+        # Unreachable from the entry (after ``while True`` with no break): nothing is known there.
+        return list(found) if found else [frozenset()]
+
+    def _walk(self, start, starts: list[Assumptions], across_iterations, stop, ends, correlate):
+        seen: set[tuple[int, Assumptions]] = set()
+        out: list[tuple[object, Assumptions]] = []
+        stops = {id(node) for node in stop}
+        stack = [(start, assumed) for assumed in starts]
+        while stack:
+            node, assumed = stack.pop()
+            for edge in self._edges_from(node, across_iterations):
+                taken = self._take(edge, assumed) if correlate else assumed
+                if taken is None:
+                    continue
+                target = edge.target
+                if target is RAISE:
+                    continue
+                if target is EXIT or target is _DEAD_END:
+                    if ends:
+                        out.append((target, taken))
+                    continue
+                state = (id(target), taken)
+                if state in seen:
+                    continue
+                seen.add(state)
+                if len(seen) > MAX_STATES:
+                    return None
+                out.append((target, taken))
+                if id(target) not in stops:
+                    stack.append((target, self._after(target, taken)))
+        return out
+
+    def _edges_from(self, node: object, across_iterations: bool) -> list[Edge]:
+        edges = self.graph.successors.get(node, [])
+        if not edges:
+            return [_END_EDGE]
+        if across_iterations or not any(edge.back for edge in edges):
+            return edges
+        out = []
+        pending = list(edges)
+        left: set[int] = set()  # loop headers already left: a nested loop's exit can be the outer one's back edge
+        while pending:
+            edge = pending.pop()
+            if not edge.back:
+                out.append(edge)
+            elif id(edge.target) not in left:
+                left.add(id(edge.target))
+                pending.extend(self.graph.exits_of(edge.target) or [_END_EDGE])
+        return out
+
+    def _take(self, edge: Edge, assumed: Assumptions) -> Assumptions | None:
+        if edge.test is None:
+            return assumed
+        key = self._keys.get(id(edge.test))
+        if key is None or key[0] not in self._correlated:
+            return assumed
+        text, negated = key
+        value = edge.holds != negated
+        if (text, not value) in assumed:
+            return None
+        return assumed | {(text, value)}
+
+    def _after(self, node: object, assumed: Assumptions) -> Assumptions:
+        """What still holds once ``node`` has run: tests reading a name it assigns are forgotten."""
+        if not assumed or node is ENTRY:
+            return assumed
+        assigned = self._assigns(node)
+        if not assigned:
+            return assumed
+        return frozenset(item for item in assumed if not _depends(self._reads(item[0]), assigned))
+
+
+def _depends(reads: frozenset[str], assigned: frozenset[str]) -> bool:
+    return any(r == a or r.startswith(a + ".") for r in reads for a in assigned)
+
+
+_DEAD_END = "dead end"
+_END_EDGE = Edge(_DEAD_END)
