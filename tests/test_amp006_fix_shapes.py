@@ -69,3 +69,58 @@ def test_load_guard_is_after_the_optimizer_load_and_converges():
         "        scaler.load_state_dict(ckpt['scaler'])\n    model.load_state_dict(ckpt['model'])\n"
     ) in fixed
     assert _fixed(fixed) == fixed
+
+
+_TRAINER_WITH_HELPER = '''\
+import torch
+
+
+def save_checkpoint(model, optimizer, path, scaler=None):
+    state = {{"model": model.state_dict(), "optimizer": optimizer.state_dict()}}
+    if scaler is not None:
+        state["scaler"] = scaler.state_dict()
+    torch.save(state, path)
+
+
+class Trainer:
+    def __init__(self, model, optimizer):
+        self.model = model
+        self.optimizer = optimizer
+{init}
+{setup}
+    def save(self, path):
+{save}
+'''
+
+
+def _helper_findings(init: str = "", setup: str = "", save: str = "        save_checkpoint(self.model, self.optimizer, path)\n"):
+    code = _TRAINER_WITH_HELPER.format(init=init, setup=setup, save=save)
+    return code, lint_text(code, "t.py", SETTINGS).findings
+
+
+def test_a_scaler_set_in_init_is_passed_to_the_helper():
+    code, found = _helper_findings(init="        self.scaler = torch.amp.GradScaler('cuda')\n")
+    assert [v.code for v in found] == ["AMP006"]
+    assert "save_checkpoint(self.model, self.optimizer, path, scaler=self.scaler)" in _fixed(code)
+
+
+def test_no_fix_when_the_scaler_is_set_by_another_method():
+    # ``save`` may run before ``setup_amp``: ``self.scaler`` would not exist yet.
+    code, found = _helper_findings(setup="    def setup_amp(self):\n        self.scaler = torch.amp.GradScaler('cuda')\n\n")
+    assert [v.code for v in found] == ["AMP006"]
+    assert _fixed(code) == code
+
+
+def test_a_scaler_set_earlier_in_the_same_method_is_passed():
+    save = "        self.scaler = torch.amp.GradScaler('cuda')\n        save_checkpoint(self.model, self.optimizer, path)\n"
+    code, found = _helper_findings(save=save)
+    assert [v.code for v in found] == ["AMP006"]
+    assert "scaler=self.scaler)" in _fixed(code)
+
+
+def test_no_fix_when_the_scaler_is_set_only_on_some_paths_before_the_call():
+    save = ("        if torch.cuda.is_available():\n            self.scaler = torch.amp.GradScaler('cuda')\n"
+            "        save_checkpoint(self.model, self.optimizer, path)\n")
+    code, found = _helper_findings(save=save)
+    assert [v.code for v in found] == ["AMP006"]
+    assert _fixed(code) == code

@@ -67,7 +67,7 @@ def test_cycles_and_updates_after_the_steps():
     assert f.steps_beside(first_update) == steps
     assert f.backward_between(first_update, steps[2])  # G's backward starts a new cycle
     assert not f.backward_between(steps[0], steps[1])
-    assert f.update_after(steps[1]) and f.update_after(steps[2])
+    assert f.update_on_every_path_after(steps[1]) and f.update_on_every_path_after(steps[2])
     assert f.events_of(None, K.UPDATE, "scaler") == [first_update, second_update]
     assert f.events_of(steps[0].ctx.scope, K.UPDATE, "other") == []
 
@@ -119,5 +119,22 @@ def test_may_unscale_between_through_a_same_file_helper():
     """)
     backward = events(f, K.SCALE_BACKWARD)[0]
     step = events(f, K.SCALER_STEP)[0]
-    assert f.may_unscale_between(backward.ctx.scope, backward.order, step.order)
-    assert not f.may_unscale_between(backward.ctx.scope, step.order, step.order + 100)
+    assert f.may_unscale_between(backward.ctx, step.ctx)
+    assert f.may_unscale_between(None, step.ctx)
+    assert not f.may_unscale_between(step.ctx, step.ctx)
+
+
+def test_an_update_on_one_branch_only_is_not_on_every_path():
+    f = facts("""
+    import torch
+
+    def train(loader, model, opt, log_every):
+        scaler = torch.amp.GradScaler("cuda")
+        for i, x in enumerate(loader):
+            scaler.scale(model(x)).backward()
+            scaler.step(opt)
+            if i % log_every:
+                scaler.update()
+    """)
+    step = events(f, K.SCALER_STEP)[0]
+    assert not f.update_on_every_path_after(step)

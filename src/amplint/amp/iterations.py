@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 
 from amplint.amp.events import BACKWARD_KINDS, Event, EventKind
-from amplint.semantic.records import Loop, Scope
+from amplint.semantic.records import Context, Loop, Scope
 
 K = EventKind
 _SKIPS_A_PASS = re.compile(r"\b(continue|break)\b")
@@ -66,17 +66,19 @@ class IterationFacts:
             for e in self.events_by_scope.get(first.ctx.scope, [])
         )
 
-    def update_after(self, step: Event) -> bool:
-        """An ``update()`` of ``step``'s scaler follows it on its path, in the same iteration."""
+    def update_on_every_path_after(self, step: Event) -> bool:
+        """Every path through ``step`` runs an ``update()`` of its scaler after it, in the same iteration."""
         return any(
-            e.order > step.order and self.on_path(e.ctx, step.ctx) and self.same_iteration(e, step)
+            self.control_flow.on_every_path(step.ctx, e.ctx) and self.same_iteration(e, step)
             for e in self.events_of(step.ctx.scope, K.UPDATE, step.scaler)
         )
 
     def next_scaler_step_in_function(self, event: Event) -> Event | None:
-        """The first ``scaler.step(...)`` after ``event`` in its function, whatever its path."""
+        """The first ``scaler.step(...)`` a path from ``event`` can reach in its function (same iteration)."""
+        flow = self.control_flow
         return next(
-            (e for e in self.events_by_scope.get(event.ctx.scope, []) if e.order > event.order and e.kind is K.SCALER_STEP),
+            (e for e in self.events_by_scope.get(event.ctx.scope, [])
+             if e.kind is K.SCALER_STEP and e is not event and flow.reaches(event.ctx, e.ctx)),
             None,
         )
 
@@ -108,12 +110,17 @@ class IterationFacts:
                 matched.append(optimizer)
         return matched
 
-    def may_unscale_between(self, scope: Scope, start: int, end: int) -> bool:
-        """A call in ``scope`` strictly between source orders ``start`` and ``end`` that is not
-        itself an event and may unscale: its name says so (``self.unscale_grads()``), or it runs a
-        same-file function with an ``unscale_``."""
-        for site in self.calls_between(scope, start, end):
+    def may_unscale_between(self, after: Context | None, before: Context) -> bool:
+        """A call that may run after ``after`` (from the start of the function for ``None``) and
+        before ``before``, that is not itself an event and may unscale: its name says so
+        (``self.unscale_grads()``), or it runs a same-file function with an ``unscale_``."""
+        flow = self.control_flow
+        for site in self.calls_by_scope.get(before.scope, []):
             if site.node in self.event_by_call:
+                continue
+            if after is None and not flow.reaches(site.ctx, before):
+                continue
+            if after is not None and not flow.between(after, site.ctx, before):
                 continue
             if "unscale" in (site.func_text or self.code(site.node.func)).lower():
                 return True

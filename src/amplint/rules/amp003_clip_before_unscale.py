@@ -48,6 +48,11 @@ class ClipBeforeUnscale(Rule):
     gradient norm around 1e-5 and the loss barely moves. `scaler.step` unscales afterwards, so
     nothing fails loudly. The AMP examples unscale first ("Working with unscaled gradients").
 
+    Which backward a clip follows is read from the control flow: a backward whose iteration ends
+    (`continue`, `return`) before the clip does not count, and two `if` statements on the same
+    unchanged test (`if use_amp:` before the backward and again before the step) are taken the
+    same way, so a clip on the fp32 path only is not reported.
+
     Not reported: helpers that unscale before clipping (timm's / MAE's `NativeScaler`), clipping
     under `if clip_grad is not None:` after an `unscale_`, a scaler built with
     `enabled=False`, code without a GradScaler, `accelerator.clip_grad_norm_` (accelerate
@@ -127,8 +132,60 @@ class ClipBeforeUnscale(Rule):
         accelerator.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         """),
+        # The clip runs only on the fp32 path: the same `use_amp` test chooses the step.
+        dedent("""\
+        import torch
+
+        def train(model, loader, optimizer, scaler, use_amp, max_norm):
+            for batch in loader:
+                loss = model(batch)
+                if use_amp:
+                    scaler.scale(loss).backward()
+                else:
+                    loss.backward()
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+                if use_amp:
+                    scaler.step(optimizer)
+                    scaler.update()
+                else:
+                    optimizer.step()
+                optimizer.zero_grad()
+        """),
     )
     invalid = (
+        # The plain backward before the clip ends its iteration with `continue`: the clip only
+        # ever follows the scaled one.
+        Invalid(
+            dedent("""\
+            import torch
+
+            def train(model, loader, optimizer, scaler, max_norm):
+                for batch in loader:
+                    loss = model(batch)
+                    scaler.scale(loss).backward()
+                    if loss.item() > 100:
+                        model.aux_loss(batch).backward()
+                        continue
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+                    scaler.step(optimizer)
+                    scaler.update()
+            """),
+            fixed=dedent("""\
+            import torch
+
+            def train(model, loader, optimizer, scaler, max_norm):
+                for batch in loader:
+                    loss = model(batch)
+                    scaler.scale(loss).backward()
+                    if loss.item() > 100:
+                        model.aux_loss(batch).backward()
+                        continue
+                    scaler.unscale_(optimizer)
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+                    scaler.step(optimizer)
+                    scaler.update()
+            """),
+        ),
         Invalid(
             dedent("""\
             import torch
@@ -189,7 +246,7 @@ class ClipBeforeUnscale(Rule):
         plans: dict[Event, _StepPlan] = {}
         found: list[_Clip] = []
         direct = [event for event in facts.events if event.kind is K.CLIP]
-        for event in sorted([*direct, *facts.clip_helper_calls], key=lambda e: e.order):
+        for event in facts.in_walk_order([*direct, *facts.clip_helper_calls]):
             clip = self._examine(event, facts.events_by_scope.get(event.ctx.scope, []))
             if clip is not None:
                 found.append(clip)
@@ -206,14 +263,14 @@ class ClipBeforeUnscale(Rule):
 
     # -- deciding
     def _examine(self, clip: Event, events: list[Event]) -> _Clip | None:
-        facts = self.facts
+        facts, flow = self.facts, self.facts.control_flow
         step = facts.next_scaler_step_in_function(clip)
         if step is None or step.scaler is None:
             return None
         if not facts.is_scaler(step.scaler) or facts.scaler_provably_disabled(step.scaler, step.ctx.scope):
             return None
-        before = [e for e in events if e.order < clip.order]
-        backwards = self._last_backwards(before)
+        before = [e for e in events if e is not clip and flow.reaches(e.ctx, clip.ctx)]
+        backwards = self._last_backwards(before, clip)
         scaled = [b for b in backwards if b.kind is K.SCALE_BACKWARD]
         if backwards and not scaled:
             return None  # an unscaled backward: the gradients are not scaled (AMP008's business)
@@ -223,29 +280,26 @@ class ClipBeforeUnscale(Rule):
             # nothing in this file unscales this scaler elsewhere.
             if facts.events_of(None, K.UNSCALE, step.scaler):
                 return None
-            if any(e.kind is K.SCALE_BACKWARD and clip.order < e.order < step.order for e in events):
+            if any(e.kind is K.SCALE_BACKWARD and flow.between(clip.ctx, e.ctx, step.ctx) for e in events):
                 return None
-        start = backward.order if backward is not None else -1
         optimizers = self._clipped_optimizers(clip, step)
         for unscale in before:
-            if unscale.order > start and unscale.kind is K.UNSCALE and not facts.exclusive(unscale.ctx, clip.ctx):
+            if unscale.kind is K.UNSCALE and (backward is None or flow.between(backward.ctx, unscale.ctx, clip.ctx)):
                 if optimizers is None or unscale.optimizer is None or unscale.optimizer in optimizers:
                     return None
-        if facts.may_unscale_between(clip.ctx.scope, start, clip.order):
+        if facts.may_unscale_between(backward.ctx if backward is not None else None, clip.ctx):
             return None
         return _Clip(clip, step, optimizers, after_unscaled_too=len(scaled) < len(backwards))
 
-    def _last_backwards(self, before: list[Event]) -> list[Event]:
-        """The last backward before the clip, with those on exclusive paths just before it
-        (``if fp16: scaler.scale(loss).backward() else: loss.backward()``)."""
-        found: list[Event] = []
-        for event in reversed(before):
-            if event.kind is not K.SCALE_BACKWARD and event.kind not in _UNSCALED_BACKWARDS:
-                continue
-            if found and not all(self.facts.exclusive(event.ctx, other.ctx) for other in found):
-                break
-            found.append(event)
-        return found[::-1]
+    def _last_backwards(self, before: list[Event], clip: Event) -> list[Event]:
+        """The backwards that are the last one before the clip on some path: one, or one per
+        branch (``if fp16: scaler.scale(loss).backward() else: loss.backward()``)."""
+        flow = self.facts.control_flow
+        candidates = [e for e in before if e.kind is K.SCALE_BACKWARD or e.kind in _UNSCALED_BACKWARDS]
+        return [
+            event for event in candidates
+            if flow.reaches_avoiding(event.ctx, clip.ctx, [other.ctx for other in candidates if other is not event])
+        ]
 
     def _clipped_optimizers(self, clip: Event, step: Event) -> list[str] | None:
         """Optimizers whose parameters the clip touches, in step order; ``None`` when unknown."""
@@ -292,7 +346,7 @@ class ClipBeforeUnscale(Rule):
             return own
         inserts: dict[cst.CSTNode, list[str]] = {}
         seen: set[str] = set()
-        for other in sorted(plan.clips, key=lambda c: c.event.order):
+        for other in self.facts.in_walk_order(plan.clips, place=lambda c: c.event.ctx):
             point = self._insert_point(other)
             if isinstance(point, NoFix):
                 continue

@@ -77,7 +77,8 @@ class ScalerStateNotCheckpointed(Rule):
     state, a load of `scaler.pt` that skips a missing file), guarded so that checkpoints written
     before the fix still load. A helper with a scaler parameter the call leaves out
     (`save_checkpoint(..., scaler=None)`) is passed the scaler (`scaler=scaler`). No fix is offered
-    when the scaler may be `None` there, when several scalers are in scope, when the checkpoint
+    when the scaler may be `None` there, when `self.scaler` is not set by `__init__` or earlier on
+    every path of the calling method (it may not exist yet when the call runs), when several scalers are in scope, when the checkpoint
     variable cannot be seen, when a helper has no scaler parameter (the helper must change, in its
     own file), for dataclass snapshots (they need a field) and for a scaler key no save writes.
 
@@ -360,9 +361,21 @@ class ScalerStateNotCheckpointed(Rule):
         if reason is not None:
             return NoFix(reason)
         scaler = helper.scalers[0]
-        if scaler.startswith("self.") and any(a.ctx.order > site.ctx.order for a in self.facts.assignments_to(scaler, site.ctx.scope)):
-            return NoFix(f"`{scaler}` is set after this call")
+        if scaler.startswith("self.") and not self._set_before(scaler, site):
+            return NoFix(f"`{scaler}` may not be set yet when this call runs")
         call = site.node
         arg = E.keyword(helper.scaler_param, cst.parse_expression(scaler))
         return Fix.safe(f"Pass `{helper.scaler_param}={scaler}`", {call: E.insert_arg(call, len(call.args), arg)})
+
+    def _set_before(self, attribute: str, site) -> bool:
+        """``self.x`` is set whenever ``site`` runs: by ``__init__``, or earlier on every path of
+        the same method."""
+        flow = self.facts.control_flow
+        for assignment in self.facts.assignments_to(attribute, site.ctx.scope):
+            scope = assignment.ctx.scope
+            if scope is site.ctx.scope and flow.dominates(assignment.ctx, site.ctx):
+                return True
+            if scope is not site.ctx.scope and scope.name == "__init__" and not assignment.ctx.branches:
+                return True
+        return False
 

@@ -153,36 +153,33 @@ class OptimizerStepBypassesScaler(Rule):
     def _scaled_backwards(self, step: Event, events: list[Event]) -> list[Event]:
         """The scaled backwards whose gradients this ``optimizer.step()`` consumes, nearest first.
 
-        Walks back from the step along its path: a later unscaled backward on the same path, a
-        ``zero_grad``, an ``update`` or an earlier step of this optimizer end the search;
-        ``scaler.unscale_(optimizer)`` means the gradients were unscaled (not this rule's case).
+        Those with a path to the step in one iteration on which no ``zero_grad``, ``update`` or
+        other step of this optimizer runs. ``scaler.unscale_(optimizer)`` on such a path means
+        the gradients were unscaled (not this rule's case); an unscaled backward after a scaled
+        one on its way to the step mixes the two, and the rule stays silent.
         """
-        facts = self.facts
-        plain: list[Event] = []
-        found: list[Event] = []
-        for event in reversed(events):
-            if event.order >= step.order or not facts.on_path(event.ctx, step.ctx):
+        facts, flow = self.facts, self.facts.control_flow
+        prior = [e for e in events if e is not step and flow.reaches(e.ctx, step.ctx)]
+        blockers = [
+            e.ctx for e in prior
+            if e.kind in (EventKind.UPDATE, EventKind.ZERO_GRAD)
+            or (e.kind in (EventKind.OPTIMIZER_STEP, EventKind.SCALER_STEP) and e.optimizer == step.optimizer)
+        ]
+        live = [e for e in prior if flow.reaches_avoiding(e.ctx, step.ctx, blockers)]
+        if any(e.kind == EventKind.UNSCALE and e.optimizer == step.optimizer for e in live):
+            return []
+        backwards = [e for e in live if e.kind in BACKWARD_KINDS]
+        scaled = [(e, facts.backward_scaler(e)) for e in backwards]
+        plain = [e.ctx for e, scaler in scaled if scaler is None]
+        found = []
+        for event, scaler in scaled:
+            # Only the last scaled backward of a path counts (``if a: ... else: ...`` gives one per branch).
+            later = [e.ctx for e, s in scaled if s is not None and e is not event]
+            if scaler is None or not flow.reaches_avoiding(event.ctx, step.ctx, blockers + later):
                 continue
-            kind = event.kind
-            if kind in (EventKind.UPDATE, EventKind.ZERO_GRAD):
-                break
-            if kind in (EventKind.OPTIMIZER_STEP, EventKind.SCALER_STEP) and event.optimizer == step.optimizer:
-                break
-            if kind == EventKind.UNSCALE and event.optimizer == step.optimizer:
+            if any(flow.between(event.ctx, p, step.ctx) for p in plain):
+                return []  # an unscaled backward after it on the way to the step: mixed, stay silent
+            if facts.scaler_provably_disabled(scaler, event.ctx.scope):
                 return []
-            if kind in BACKWARD_KINDS:
-                scaler = facts.backward_scaler(event)
-                if scaler is None:
-                    plain.append(event)
-                    continue
-                if any(facts.on_path(p.ctx, event.ctx) for p in plain):
-                    break  # an unscaled backward after it on the same path: mixed, stay silent
-                if facts.scaler_provably_disabled(scaler, event.ctx.scope):
-                    break
-                found.append(event)
-                # Alternatives on exclusive paths (``if a: scaler.scale(l1).backward() else: ...``)
-                # are collected too; one on the same path as this one ends the search.
-                if any(facts.on_path(f.ctx, event.ctx) for f in found[:-1]):
-                    found.pop()
-                    break
-        return found
+            found.append(event)
+        return found[::-1]

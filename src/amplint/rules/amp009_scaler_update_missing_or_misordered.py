@@ -69,8 +69,9 @@ class ScalerUpdateMissingOrMisordered(Rule):
     ## Fix safety
     The fix is safe when unambiguous: a missing `scaler.update()` is inserted right after the
     iteration's last `scaler.step(...)` (inside its `if`, if any); a misplaced one is moved there
-    (or dropped when one already follows the last step). No fix when the steps sit in different
-    blocks or the statements are not plain lines.
+    (or dropped when one already follows the last step on every path). No fix when the steps sit
+    in different blocks, when another `update()` follows the last step on some paths only (`if i %
+    log_every == 0: scaler.update()`), or when the statements are not plain lines.
 
     ## References
     - [Automatic Mixed Precision examples](https://pytorch.org/docs/stable/notes/amp_examples.html)
@@ -124,6 +125,25 @@ class ScalerUpdateMissingOrMisordered(Rule):
         """),
     )
     invalid = (
+        # The update after the step runs on some iterations only: neither removing the early
+        # update nor moving it after the step is right, so no fix.
+        Invalid(
+            dedent("""\
+            import torch
+
+            def train(model, loader, optimizer, log_every):
+                scaler = torch.amp.GradScaler("cuda")
+                for i, batch in enumerate(loader):
+                    with torch.autocast("cuda", dtype=torch.float16):
+                        loss = model(batch)
+                    scaler.scale(loss).backward()
+                    scaler.update()
+                    scaler.step(optimizer)
+                    if i % log_every == 0:
+                        scaler.update()
+                    optimizer.zero_grad()
+            """),
+        ),
         Invalid(
             dedent("""\
             scaler = torch.amp.GradScaler('cuda')
@@ -203,8 +223,9 @@ class ScalerUpdateMissingOrMisordered(Rule):
         steps = facts.steps_beside(update)
         if not steps or facts.iteration_loop(update.ctx) is None and not any(e.kind in BACKWARD_KINDS for e in events):
             return None
-        before = [s for s in steps if s.order < update.order]
-        after = [s for s in steps if s.order > update.order]
+        flow = facts.control_flow
+        before = [s for s in steps if flow.reaches(s.ctx, update.ctx)]
+        after = [s for s in steps if flow.reaches(update.ctx, s.ctx)]
         if not after:
             return None
         if facts.backward_between(update, after[0]):
@@ -273,9 +294,12 @@ class ScalerUpdateMissingOrMisordered(Rule):
         anchor = E.anchor_statement(last)
         if stmt is None or anchor is None:
             return NoFix("the update or the step is not a plain statement of its own")
-        if facts.update_after(last):
+        if facts.update_on_every_path_after(last):
             return Fix.safe(f"Remove this `{update.scaler}.update()` (one follows the last step)", {stmt: cst.RemovalSentinel.REMOVE})
-        if not all(facts.on_path(s.ctx, last.ctx) for s in steps if s.ctx.stmt is not None) or not self._one_block(steps):
+        if any(u is not update and facts.control_flow.reaches(last.ctx, u.ctx)
+               for u in facts.events_of(last.ctx.scope, K.UPDATE, update.scaler)):
+            return NoFix("another `update()` follows the last step on some paths only: keep exactly one after each step")
+        if not all(facts.control_flow.may_run_together(s.ctx, last.ctx) for s in steps if s.ctx.stmt is not None) or not self._one_block(steps):
             return NoFix("the steps sit in different blocks")
         return Fix.safe(
             f"Move `{update.scaler}.update()` after the last `{update.scaler}.step(...)`",
@@ -297,13 +321,13 @@ class ScalerUpdateMissingOrMisordered(Rule):
             return None
         stepped = {e.scaler for e in iteration.of(K.SCALER_STEP)}
         if any(
-            (u.scaler == scaler or u.scaler not in stepped) and facts.on_path(u.ctx, step.ctx)
+            (u.scaler == scaler or u.scaler not in stepped) and facts.control_flow.may_run_together(u.ctx, step.ctx)
             for u in iteration.of(K.UPDATE)
         ):
             return None  # an update in the iteration (a misplaced one is reported at the update)
         if facts.update_may_follow(step, iteration):
             return None
-        steps = [e for e in iteration.of(K.SCALER_STEP) if e.scaler == scaler and facts.on_path(e.ctx, step.ctx)]
+        steps = [e for e in iteration.of(K.SCALER_STEP) if e.scaler == scaler and facts.control_flow.may_run_together(e.ctx, step.ctx)]
         if step is not steps[-1]:
             return None
         done.add(key)
@@ -323,7 +347,10 @@ class ScalerUpdateMissingOrMisordered(Rule):
             return NoFix("the step is not a plain statement of its own")
         if not self._one_block(steps):
             return NoFix("the steps sit in different blocks")
-        outside = [u for u in facts.events_of(last.ctx.scope, K.UPDATE, scaler) if u.order > last.order and u not in iteration.events]
+        outside = [
+            u for u in facts.events_of(last.ctx.scope, K.UPDATE, scaler)
+            if u not in iteration.events and facts.control_flow.reaches(last.ctx, u.ctx)
+        ]
         if not outside:
             new = E.parse_statement(f"{scaler}.update()\n")
             return Fix.safe(f"Insert `{scaler}.update()` after the last step", {anchor: E.insert_after(anchor, new)})

@@ -180,7 +180,7 @@ class UnscaleMisuse(Rule):
         updates = facts.scaler_updates_on_path(event)
         inside = [u for u in updates if loop in u.ctx.loops]
         if not inside:
-            after = [u for u in updates if u.order > event.order]
+            after = [u for u in updates if facts.control_flow.reaches(event.ctx, u.ctx)]
             if not after:
                 return None
             return (

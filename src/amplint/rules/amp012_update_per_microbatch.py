@@ -58,7 +58,7 @@ class UpdatePerMicrobatch(Rule):
     ## Fix safety
     The fix is safe when unambiguous: the `update()` statement is moved right after the last
     `scaler.step(...)` under the accumulation condition (or removed when an `update()` already
-    runs there). No fix when the steps sit under different conditions or the statements are not
+    runs after the step there on every path). No fix when the steps sit under different conditions or the statements are not
     plain lines of their own.
 
     ## References
@@ -129,7 +129,7 @@ class UpdatePerMicrobatch(Rule):
         loop = facts.iteration_loop(update.ctx)
         if loop is None:
             return None
-        in_loop = [e for e in events if loop in e.ctx.loops and facts.on_path(e.ctx, update.ctx)]
+        in_loop = [e for e in events if loop in e.ctx.loops and facts.control_flow.may_run_together(e.ctx, update.ctx)]
         steps = [e for e in in_loop if e.kind == EventKind.SCALER_STEP and e.scaler == scaler]
         if not steps:
             return None
@@ -167,7 +167,7 @@ class UpdatePerMicrobatch(Rule):
         already = [
             e for e in in_loop
             if e.kind == EventKind.UPDATE and e.scaler == scaler and e is not update and facts.under_same_condition(e.ctx, acc)
-            and e.order > last.order
+            and facts.control_flow.on_every_path(last.ctx, e.ctx)
         ]
         if already:
             fix = Fix.safe(f"Remove this `{scaler}.update()` (one runs after the step)", {stmt: cst.RemovalSentinel.REMOVE})

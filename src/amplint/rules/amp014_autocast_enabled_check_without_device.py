@@ -188,7 +188,7 @@ class AutocastEnabledCheckWithoutDevice(Rule):
         # ``fp16 = torch.get_autocast_gpu_dtype() == torch.float16`` read by the check's statement
         for name in {ref.parts[0] for ref in facts.references_within(stmt)}:
             for assignment in facts.assignments_to(name, site.ctx.scope):
-                if assignment.ctx.scope is site.ctx.scope and assignment.ctx.order < site.ctx.order and assignment.value is not None:
+                if assignment.value is not None and facts.control_flow.reaches(assignment.ctx, site.ctx):
                     guarded |= {s.qualname for s in facts.calls_within(assignment.value)}
         return bool(guarded & _CUDA_ONLY_CALLS) and "torch.get_autocast_cpu_dtype" not in guarded
 

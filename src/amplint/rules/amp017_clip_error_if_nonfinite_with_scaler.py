@@ -194,7 +194,7 @@ class ClipErrorIfNonfiniteWithScaler(Rule):
             if any(e in in_handler or try_node.finalbody and facts.within(e.call, try_node.finalbody) for e in updates):
                 return True
             if not leaves_block(handler) and any(
-                e.order > site.ctx.order and not facts.within(e.call, try_node) for e in updates
+                facts.control_flow.reaches(site.ctx, e.ctx) and not facts.within(e.call, try_node) for e in updates
             ):
                 return True
         return False
