@@ -14,8 +14,9 @@ import nbformat
 import pytest
 
 import amplint
-from amplint.add_noqa import add_directives, add_directives_at, add_noqa_to_files
-from amplint.engine import Job, process_file
+from amplint.add_noqa import add_noqa_to_files
+from amplint.add_noqa_text import add_directives, add_directives_at
+from amplint.jobs import Job, process_file
 from amplint.model import FileResult, Location
 from amplint.settings import Settings
 

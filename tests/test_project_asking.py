@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from amplint.engine import Job, run_jobs
+from amplint.jobs import Job, run_jobs
 from amplint.project import phase
 from amplint.project.asking import _TRAINING_STATE, _TrainingState, names_handed_training_state
 from amplint.project.imports import imports_of, scan_imports
@@ -220,7 +220,7 @@ _REFERENCE_IMPORT_START = re.compile(r"([ \t]*)(?:from[ \t]+[\w.]+[ \t]+import\b
 
 
 def reference_scan_imports(text: str) -> tuple:
-    from amplint.project.summarize import parse
+    from amplint.project.quiet_parse import parse
 
     statements: list[ast.stmt] = []
     lines = re.split(r"\r\n|\r|\n", text)

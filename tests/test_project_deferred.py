@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from amplint.cache import Cache
-from amplint.engine import Job, process_file
+from amplint.jobs import Job, process_file
 from amplint.project.deferred import DeferredContext
 from amplint.project.phase import with_project_context
 from amplint.settings import Settings

@@ -13,7 +13,8 @@ import pytest
 from amplint.amp import FileFacts
 from amplint.cache import Cache
 from amplint.config import ConfigError, parse_table
-from amplint.engine import Job, lint_text, run_jobs
+from amplint.engine import lint_text
+from amplint.jobs import Job, run_jobs
 from amplint.positions import Positions
 from amplint.project.context import ProjectIndex
 from amplint.project.query import ProjectView

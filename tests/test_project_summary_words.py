@@ -7,7 +7,8 @@ import textwrap
 
 import pytest
 
-from amplint.project.summarize import parse, summarize_tree
+from amplint.project.quiet_parse import parse
+from amplint.project.summarize import summarize_tree
 
 # One function per effect the summary reads from calls, each written the way real helpers are.
 EFFECTS = {

@@ -16,7 +16,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from amplint import noqa
-from amplint.add_noqa import NoqaResult, add_directives_at, same_tree
+from amplint.add_noqa_text import NoqaResult, add_directives_at, same_tree
 from amplint.model import FileError, FileResult
 from amplint.notebook import Notebook
 

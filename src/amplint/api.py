@@ -124,7 +124,7 @@ def _lint_or_raise(code: str, path: str, settings: Settings, **kwargs) -> FileRe
     try:
         result = lint_document(code, path, settings, **kwargs)
     except RecursionError:
-        # The same line as ``amplint check`` (engine.process_file) for the same text.
+        # The same line as ``amplint check`` (jobs.process_file) for the same text.
         raise NotLinted(f"{path}: too deeply nested to lint", path) from None
     # Internal errors (an amplint bug in one rule) and warnings leave the findings meaningful.
     not_linted = [error for error in result.errors if not error.internal and not error.warning]

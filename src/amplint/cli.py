@@ -15,26 +15,10 @@ from __future__ import annotations
 import os
 import sys
 
-from amplint.cli_common import EXIT_ERROR, EXIT_INTERRUPTED, _error
+from amplint.cli_common import COMMANDS, EXIT_ERROR, EXIT_INTERRUPTED, _error, _refuse_mistyped_command
 from amplint.cli_spec import OUTPUT_FORMATS  # noqa: F401  (kept importable here)
 
-# The group's commands (a test keeps this equal to the click group's list).
-COMMANDS = ("check", "rules", "rule", "server", "clean", "version", "verify")
 _GROUP_OPTIONS = frozenset({"-h", "--help", "--version"})
-
-
-def _refuse_mistyped_command(word: str, commands=COMMANDS) -> None:
-    """Exit 2 when ``word`` is a near miss of a command (``chek``) rather than a path to lint."""
-    import re
-
-    if not re.fullmatch(r"[a-z][a-z-]*", word) or os.path.exists(word):
-        return
-    import difflib
-
-    close = difflib.get_close_matches(word, list(commands), n=1, cutoff=0.6)
-    if close:
-        _error(f"unknown command '{word}' (did you mean '{close[0]}'?)")
-        sys.exit(EXIT_ERROR)
 
 
 def _plain_check(args: list[str]) -> tuple[list[str], dict] | None:

@@ -26,7 +26,7 @@ def check_entry(paths: list[str], options: dict) -> None:
 
             _check_combinations(options, _uses_stdin(paths, options))
             _refuse_report_onto_watched_input(paths, options)
-            code = watch(paths, options)
+            code = watch(paths, options, run_check)
         else:
             code = run_check(paths, **options)
     except Failure as exc:
@@ -77,7 +77,7 @@ def run_check(paths: list[str], **options) -> int:
         _verbose(f"{where}; {_plural(len(settings.enabled_codes()), 'rule')} enabled")
 
     if options["show_files"] or options["show_settings"]:
-        from amplint.cli_run import _display
+        from amplint.cli_common import _display
 
         found = find_files(paths or ["."], config, options, report=True, quiet=True)
         if options["show_settings"]:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import sys
+from pathlib import Path
 
 
 def echo(message: str, err: bool = False) -> None:
@@ -37,3 +39,34 @@ def _plural(count: int, word: str) -> str:
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
+
+
+# The group's commands (a test keeps this equal to the click group's list).
+COMMANDS = ("check", "rules", "rule", "server", "clean", "version", "verify")
+
+
+def _refuse_mistyped_command(word: str, commands=COMMANDS) -> None:
+    """Exit 2 when ``word`` is a near miss of a command (``chek``) rather than a path to lint."""
+    import re
+
+    if not re.fullmatch(r"[a-z][a-z-]*", word) or os.path.exists(word):
+        return
+    import difflib
+
+    close = difflib.get_close_matches(word, list(commands), n=1, cutoff=0.6)
+    if close:
+        _error(f"unknown command '{word}' (did you mean '{close[0]}'?)")
+        sys.exit(EXIT_ERROR)
+
+
+def _display(path: Path) -> str:
+    """A path as the run shows it: relative to the working folder when inside it."""
+    text = os.path.normpath(str(path))
+    if os.path.isabs(text):
+        try:
+            rel = os.path.relpath(text)
+        except ValueError:  # pragma: no cover - other drive
+            return text
+        if not rel.startswith(".."):
+            return rel
+    return text

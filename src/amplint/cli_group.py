@@ -12,7 +12,7 @@ import sys
 import click
 
 import amplint
-from amplint.cli import _refuse_mistyped_command
+from amplint.cli_common import _refuse_mistyped_command
 from amplint.cli_check import check_entry
 from amplint.cli_commands import clean_command, rule_command, rules_command, server_command, version_command
 from amplint.cli_common import EXIT_ERROR, _error

@@ -7,19 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from amplint.cli_common import Failure, _error, _one_line, _plural, _warning, echo
-
-
-def _display(path: Path) -> str:
-    text = os.path.normpath(str(path))
-    if os.path.isabs(text):
-        try:
-            rel = os.path.relpath(text)
-        except ValueError:  # pragma: no cover - other drive
-            return text
-        if not rel.startswith(".."):
-            return rel
-    return text
+from amplint.cli_common import Failure, _display, _error, _one_line, _plural, _warning, echo
 
 
 def _project_root(config, start: Path) -> Path:
@@ -143,7 +131,7 @@ class AbsolutePaths(dict):
 def _run_files(paths, settings, config, start, mode, options, quiet, edits, found=None):
     """Lint (or fix) the files found in ``paths``; ``found``: discovery already run, not yet reported."""
     from amplint.cli_settings import extension_map
-    from amplint.engine import Job, default_jobs, run_jobs
+    from amplint.jobs import Job, default_jobs, run_jobs
     from amplint.model import FileError, FileResult
 
     if found is None:
@@ -202,7 +190,8 @@ def _run_files(paths, settings, config, start, mode, options, quiet, edits, foun
 
 
 def _run_stdin(settings, mode, options, edits: bool, extensions: dict[str, str]):
-    from amplint.engine import lint_text, skipped_result
+    from amplint.engine import lint_text
+    from amplint.jobs import skipped_result
     from amplint.model import FileError, FileResult
     from amplint.sourcefile import SourceError, decode_source, encode_source
 

@@ -98,7 +98,7 @@ def show_settings(settings, config, options, files, output_format: str) -> None:
     """``--show-settings``: what the first file found would be checked with, as ``key = value`` lines."""
     import json
 
-    from amplint.cli_run import _display
+    from amplint.cli_common import _display
     from amplint.discovery import DEFAULT_EXCLUDE
 
     first = files[0] if files else None

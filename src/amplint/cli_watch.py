@@ -17,6 +17,10 @@ import click
 
 from amplint.cli_common import EXIT_OK, Failure, _error
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 DEFAULT_INTERVAL_S = 0.5
 
 
@@ -43,9 +47,8 @@ def _snapshot(paths: list[str], options: dict) -> dict[str, tuple[int, int]]:
     return stamps
 
 
-def watch(paths: list[str], options: dict) -> int:
-    from amplint.cli_check import run_check
-
+def watch(paths: list[str], options: dict, run_check: Callable[..., int]) -> int:
+    """Run ``run_check(paths, **options)`` now and each time a watched file changes."""
     interval = float(os.environ.get("AMPLINT_WATCH_INTERVAL", DEFAULT_INTERVAL_S))
     max_runs = int(os.environ.get("AMPLINT_WATCH_MAX_RUNS", "0")) or None
     runs = 0

@@ -1,10 +1,11 @@
-"""prefilter -> parse -> facts -> rules -> suppressions -> fixes, for one source text or many files."""
+"""prefilter -> parse -> facts -> rules -> suppressions -> fixes, for one source text.
+
+Files (reading, notebooks, writing fixes, the worker pool) are :mod:`amplint.jobs`.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from amplint import noqa
 from amplint.model import (
@@ -16,13 +17,6 @@ from amplint.model import (
 )
 from amplint.selection import focus_tokens_for, may_have_findings, rules_to_run
 from amplint.settings import PARSE_ERROR_CODE, Settings
-from amplint.sourcefile import (
-    SourceError,
-    SourceText,
-    decode_source,
-    encode_source,
-    read_bytes,
-)
 
 # libcst (and the positions and fixes built on it) is imported where a file is parsed: a run
 # whose files all fail the prefilter never needs it.
@@ -219,7 +213,7 @@ def _lint_text(
         text = new_text
     lint = _lint_once(text, filename, settings, codes, focus=not fix, project=project)
     if lint.module is not None:
-        from amplint.fix.apply import attach_fix_info
+        from amplint.fix.fix_info import attach_fix_info
 
         attach_fix_info(lint.module, lint.fixes, lint.parsed_text, edits, lint.positions)
     result.findings = sorted(lint.findings, key=Finding.sort_key)
@@ -236,161 +230,3 @@ def fix_source(code: str, path: str = "<stdin>", settings: Settings | None = Non
     """The text after applying every available fix (``unsafe`` ones too when asked)."""
     result = lint_text(code, path, _settings(settings), fix=True, unsafe=unsafe)
     return result.source if result.source is not None else code
-
-
-# --------------------------------------------------------------------------- files
-
-
-@dataclass(frozen=True)
-class Job:
-    """One file to lint or fix, with all a worker process needs to do it."""
-
-    path: str
-    settings: Settings
-    mode: str = "check"  # "check" | "fix" | "diff"
-    unsafe: bool = False
-    display: str | None = None  # the name to show (relative path)
-    cache_dir: str | None = None
-    edits: bool = False  # compute fix edits (json/sarif output)
-    # Named on the command line (pre-commit names every file): a syntax error is
-    # reported even when the prefilter skips the file, at the cost of a quick parse.
-    explicit: bool = False
-    notebook: bool | None = None  # read as a notebook (None: when the name ends in .ipynb)
-    # What this file's same-project imports reach (the project pass), read when a rule first
-    # asks; None: the file asks about no import.
-    project: ProjectContext | DeferredContext | None = None
-
-
-def skipped_result(data: bytes, filename: str, explicit: bool, text: str | None = None) -> FileResult:
-    """The result of a file the prefilter skips; one named explicitly is still syntax-checked.
-    ``text``: the decoded text, when the file is not ASCII."""
-    result = FileResult(filename=filename, skipped=True)
-    if explicit:
-        import warnings
-
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                from amplint.parser_verdict import check_syntax
-
-                check_syntax(data, filename)
-        except SyntaxError:
-            # Parse for real: the finding then comes with libcst's and Python's view of it.
-            text = text if text is not None else data.decode("utf-8", errors="replace")
-            result.findings = _lint_once(text, filename, Settings(), frozenset()).findings
-        except (ValueError, RecursionError, MemoryError):
-            pass
-    return result
-
-
-def process_file(job: Job, data: bytes | None = None) -> FileResult:
-    """Lint (or fix) one file; ``data``: its bytes, when the caller has read them already."""
-    filename = job.display or job.path
-    path = Path(job.path)
-    if data is None:
-        try:
-            data = read_bytes(path)
-        except SourceError as exc:
-            return FileResult(filename=filename, errors=[FileError(filename, str(exc).replace(str(path), filename, 1))])
-    if job.notebook if job.notebook is not None else path.suffix == ".ipynb":
-        return _process_notebook(job, path, data, filename)
-    ascii_only = data.isascii()
-    if ascii_only and not may_have_findings(data, job.settings, filename):
-        return skipped_result(data, filename, job.explicit)
-    # Other text is decoded even when the prefilter skips it: a file that is not valid in its
-    # encoding is reported, never passed as clean.
-    try:
-        source = decode_source(data, filename)
-    except SourceError as exc:
-        return FileResult(filename=filename, errors=[FileError(filename, str(exc))])
-    # In UTF-8 an ASCII token is the same bytes: the bytes answer for the text, and faster.
-    if not ascii_only and not may_have_findings(data if source.encoding == "utf-8" else source.text, job.settings, filename):
-        return skipped_result(data, filename, job.explicit, source.text)
-    cache = None
-    if job.cache_dir is not None and job.mode == "check" and not job.edits:
-        from amplint.cache import Cache
-
-        cache = Cache(Path(job.cache_dir))
-        cached = cache.get(source.text, filename, job.settings, job.project)
-        if cached is not None:
-            return cached
-    try:
-        result = lint_text(source.text, filename, job.settings, fix=job.mode in ("fix", "diff"), unsafe=job.unsafe, edits=job.edits,
-                           project=job.project)
-    except RecursionError:
-        return FileResult(filename=filename, errors=[FileError(filename, f"{filename}: too deeply nested to lint")])
-    except Exception as exc:  # noqa: BLE001 - an amplint bug on one file must not stop the others
-        return FileResult(filename=filename, errors=[FileError(filename, f"{filename}: internal error: {type(exc).__name__}: {exc}", internal=True)])
-    if job.mode == "fix" and result.changed:
-        result = _write_fixes(path, data, source, result, job)
-    if cache is not None and not result.errors:
-        cache.put(source.text, filename, job.settings, result, job.project)
-    if job.mode == "check" and not result.findings:
-        result.source = None  # reporters only need the text when there is something to show
-    return result
-
-
-def _process_notebook(job: Job, path: Path, data: bytes, filename: str) -> FileResult:
-    """A ``.ipynb`` file: its code cells are linted (the cache is not used for notebooks)."""
-    from amplint.notebook import NotebookError, lint_notebook
-    from amplint.notebook_file import decode_notebook
-
-    try:
-        raw = decode_notebook(data)
-    except NotebookError as exc:
-        return FileResult(filename=filename, errors=[FileError(filename, f"{filename}: {exc}")])
-    try:
-        result = lint_notebook(raw, filename, job.settings, job.mode in ("fix", "diff"), job.unsafe, job.edits)
-    except Exception as exc:  # noqa: BLE001 - an amplint bug on one file must not stop the others
-        return FileResult(filename=filename, errors=[FileError(filename, f"{filename}: internal error: {type(exc).__name__}: {exc}", internal=True)])
-    if job.mode == "fix" and result.changed:
-        from amplint.fixwrite import WriteError
-        from amplint.notebook_file import write_notebook
-
-        try:
-            write_notebook(path, data, result.source or "", filename)
-        except WriteError as exc:
-            result.errors.append(FileError(filename, str(exc), warning=True))
-    return result
-
-
-def _write_fixes(path: Path, data: bytes, source: SourceText, result: FileResult, job: Job) -> FileResult:
-    """Write the fixed text over ``path`` (read as ``data``); if it is not written, report the file as it is."""
-    from amplint.fixwrite import WriteError, write_fix
-    from amplint.worker_lifetime import finishing_writes
-
-    filename = result.filename
-    try:
-        fixed = encode_source(source, result.source or "")
-    except UnicodeEncodeError as exc:
-        reason = f"{filename}: the fixed text cannot be encoded as {source.encoding} ({exc.reason}); fixes not written"
-    else:
-        try:
-            with finishing_writes():
-                write_fix(path, data, fixed, filename)
-            return result
-        except WriteError as exc:
-            reason = str(exc)
-    unfixed = lint_text(source.text, filename, job.settings, edits=job.edits, project=job.project)
-    unfixed.errors.append(FileError(filename, reason, warning=True))
-    return unfixed
-
-
-def run_jobs(jobs: Sequence[Job], workers: int | None = None) -> list[FileResult]:
-    """Process files, in parallel when it pays off; results come back in input order."""
-    from amplint.pool import run_in_pool
-    from amplint.project.phase import lint_with_project
-
-    # A file that asks about the modules it imports is given their summaries where it is linted.
-    return run_in_pool(lint_with_project, jobs, workers)
-
-
-def default_jobs() -> int:
-    from amplint.pool import default_jobs as jobs
-
-    return jobs()
-
-
-def iter_findings(results: Iterable[FileResult]) -> Iterable[Finding]:
-    for result in results:
-        yield from result.findings

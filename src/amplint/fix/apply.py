@@ -16,7 +16,7 @@ from typing import Callable, Iterable, Protocol, Sequence
 import libcst as cst
 
 from amplint.fix.model import Applicability, Fix
-from amplint.model import Finding, FixInfo
+from amplint.model import Finding
 
 MAX_FIX_PASSES = 10
 PARSE_FAILURE_NOTE = "not fixed: the fix would produce code that does not parse"
@@ -181,27 +181,6 @@ def fix_spans(positions, fix) -> list[Span]:
 
 def group_key(fix: Fix) -> str:
     return fix.group or str(id(fix))
-
-
-def attach_fix_info(module: cst.Module, fixes: list[tuple[Finding, Fix]], text: str, edits: bool, positions=None) -> None:
-    """Describe each live fix; with ``edits``, also as concrete text edits (json, sarif).
-
-    Edits cost a render of the module per set of non-overlapping fixes (a few per file), so
-    only formats that print them ask.
-    """
-    if not edits:
-        for finding, fix in fixes:
-            finding.fix = FixInfo(fix.applicability, fix.message, [])
-        return
-    from amplint.fix.text_edits import edits_by_group
-
-    by_group = edits_by_group(module, [fix for _, fix in fixes], text, positions)
-    for finding, fix in fixes:
-        found = by_group.get(group_key(fix))
-        if found is None:
-            finding.no_fix_reason = PARSE_FAILURE_NOTE
-            continue
-        finding.fix = FixInfo(fix.applicability, fix.message, found)
 
 
 def _candidates(fixes, positions, unsafe: bool, taken: DisjointSpans, excluded: set[str]) -> tuple[list[Fix], dict[str, int]]:

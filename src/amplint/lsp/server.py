@@ -34,7 +34,7 @@ def _lint_for_diagnostics(text: str, filename: str, settings):
     try:
         return lint_document(text, filename, settings, edits=False)
     except RecursionError:
-        # The words of `amplint check` (engine.process_file) for the same text.
+        # The words of `amplint check` (jobs.process_file) for the same text.
         return FileResult(filename, errors=[FileError(filename, f"{filename}: not linted: too deeply nested to lint")])
     except Exception as exc:  # noqa: BLE001 - the editor must keep its server
         return exc

@@ -11,6 +11,7 @@ import bisect
 import re
 import textwrap
 
+from amplint.project.quiet_parse import parse
 from amplint.project.records import ImportedName
 from amplint.sourcefile import LINE_BREAK
 
@@ -28,8 +29,6 @@ def scan_imports(text: str) -> tuple[ImportedName, ...]:
 
     Only the lines that hold ``import`` are looked at: a file's text is not split into lines.
     """
-    from amplint.project.summarize import parse  # which imports this module
-
     statements: list[ast.stmt] = []
     top_level: list[int] | None = None
     tried = -1

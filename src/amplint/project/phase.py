@@ -28,19 +28,6 @@ SUMMARY_TOKENS = (
 )
 
 
-def lint_with_project(job):
-    """Lint one file (an engine ``Job``) with what its imports reach; runs in a worker."""
-    from amplint.engine import process_file
-    from amplint.sourcefile import SourceError, read_bytes
-
-    try:
-        data = read_bytes(Path(job.path))
-    except SourceError:
-        return process_file(job)  # which reports why the file cannot be read
-    # Read once: the question whether the file asks and its lint share the bytes.
-    return process_file(with_project_context(job, data), data)
-
-
 def with_project_context(job, data: bytes | None = None):
     """``job`` given a :class:`~amplint.project.deferred.DeferredContext` of what its asked
     imports reach, read when a rule first asks about one of them; ``job`` itself when it asks

@@ -11,9 +11,9 @@ by how the body uses it.
 from __future__ import annotations
 
 import ast
-import warnings
 
 from amplint.project.imports import imports_of
+from amplint.project.quiet_parse import parse
 from amplint.project.records import FunctionSummary, ModuleSummary, SavedCheckpoint
 from amplint.sourcefile import source_lines
 
@@ -43,15 +43,6 @@ def names_optimizer(text: str | None) -> bool:
 
 def key_names_scaler(key: str) -> bool:
     return "scaler" in key.lower() or key.lower() in ("amp", "amp_state")
-
-
-def parse(text: str) -> ast.Module | None:
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
 
 
 def summarize_text(text: str) -> ModuleSummary:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from amplint.model import Finding, Severity
-from amplint.report import ReportContext, rule_name
+from amplint.report.context import ReportContext, rule_name
 from amplint.report.escape import terminal
 from amplint.report.text import cell_note
 

@@ -13,7 +13,7 @@ import os
 from typing import Sequence
 
 from amplint.model import Finding, Severity
-from amplint.report import ReportContext, rule_name
+from amplint.report.context import ReportContext, rule_name
 from amplint.report.escape import dumps, path_text
 from amplint.report.text import cell_note
 

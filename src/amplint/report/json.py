@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from amplint.model import Finding
-from amplint.report import ReportContext, rule_url
+from amplint.report.context import ReportContext, rule_url
 from amplint.report.escape import dumps
 
 

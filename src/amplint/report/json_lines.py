@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from amplint.model import Finding
-from amplint.report import ReportContext
+from amplint.report.context import ReportContext
 from amplint.report.escape import dumps
 from amplint.report.json import finding_dict
 from amplint.report.json import render_statistics as render_statistics  # --statistics prints the json table

@@ -13,7 +13,7 @@ from itertools import groupby
 from typing import Sequence
 
 from amplint.model import Finding
-from amplint.report import ReportContext
+from amplint.report.context import ReportContext
 from amplint.report.escape import terminal
 
 PACKAGE = "org.amplint"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from amplint.model import Finding
-from amplint.report import ReportContext
+from amplint.report.context import ReportContext
 from amplint.report.escape import terminal
 from amplint.report.text import _cell
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from amplint.model import Finding, Location, Severity
-from amplint.report import ReportContext, rule_url
+from amplint.report.context import ReportContext, rule_url
 from amplint.report.escape import dumps
 from amplint.report.text import cell_note
 

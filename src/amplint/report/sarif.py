@@ -17,7 +17,7 @@ from urllib.parse import quote
 
 import amplint
 from amplint.model import Finding, Severity
-from amplint.report import ReportContext
+from amplint.report.context import ReportContext
 from amplint.report.escape import dumps
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"

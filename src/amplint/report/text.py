@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from types import SimpleNamespace
 
 from amplint.model import Finding
-from amplint.report import ReportContext
+from amplint.report.context import ReportContext
 from amplint.report.escape import terminal
 
 

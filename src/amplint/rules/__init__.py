@@ -4,7 +4,7 @@ Importing this package imports no rule module, since they import libcst: ``rule_
 gives every rule's metadata without them, ``all_rules()`` imports them to run the rules.
 """
 
-from amplint.rules.base import RULES, Rule, all_rules
-from amplint.rules.catalog import rule_catalog
+from amplint.rules.base import RULES, Rule
+from amplint.rules.catalog import all_rules, rule_catalog
 
 __all__ = ["RULES", "Rule", "all_rules", "rule_catalog"]

@@ -124,14 +124,3 @@ class Rule:
     @classmethod
     def url(cls) -> str:
         return url_of(cls.code)
-
-
-def all_rules() -> dict[str, type[Rule]]:
-    """Every rule class, by code, in code order (imports every rule module, and with them libcst).
-
-    Code that needs only metadata uses :func:`amplint.rules.catalog.rule_catalog` instead.
-    """
-    from amplint.rules.catalog import import_rule_modules
-
-    import_rule_modules()
-    return dict(sorted(RULES.items()))

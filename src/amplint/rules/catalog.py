@@ -45,6 +45,15 @@ def import_rule_modules() -> None:
         importlib.import_module(f"{PACKAGE}.{name}")
 
 
+def all_rules() -> dict[str, type[Rule]]:
+    """Every rule class, by code, in code order (imports every rule module, and with them libcst).
+
+    Code that needs only metadata uses :func:`rule_catalog` instead.
+    """
+    import_rule_modules()
+    return dict(sorted(base.RULES.items()))
+
+
 def rule_catalog() -> dict[str, RuleEntry]:
     """Every rule by code, in code order: a :class:`RuleInfo`, or the class once it is imported.
 

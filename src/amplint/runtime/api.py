@@ -9,9 +9,8 @@ from typing import Any, Callable
 
 from .criteria import Check, Criteria
 from .runner import RunOutcome, Target
-from .verdict import EXIT_ERROR, EXIT_FAILED, EXIT_INCONCLUSIVE, EXIT_OK
+from .verdict import EXIT_ERROR, EXIT_OK, VERDICTS, judge
 
-VERDICTS = {EXIT_OK: "trains", EXIT_FAILED: "failed", EXIT_ERROR: "error", EXIT_INCONCLUSIVE: "inconclusive"}
 DEFAULT_TIMEOUT_S = 600.0
 
 
@@ -176,16 +175,3 @@ def verify(
     else:
         outcomes = run_sides_in_process(target, sides, device=resolved, steps=steps, seed=seed, progress=show)
     return judge(result, outcomes.get("amp"), outcomes.get("fp32"))
-
-
-def judge(result: VerifyResult, amp: RunOutcome | None, ref: RunOutcome | None) -> VerifyResult:
-    from .verdict import decide
-
-    result.checks = []
-    result.amp, result.reference = amp, ref
-    result.exit_code, result.message = decide(result, amp, ref)
-    if amp is not None and result.exit_code != EXIT_ERROR:
-        from .advice import notes, warnings
-
-        result.warnings, result.notes = warnings(result), notes(result)
-    return result

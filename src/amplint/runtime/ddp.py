@@ -25,8 +25,7 @@ from .runner import RunOutcome, Target
 def run_distributed(
     result: Any, target: Target, *, steps: int, seed: int, nproc: int, progress: bool | None, timeout: float
 ) -> Any:
-    from .api import EXIT_ERROR, VERDICTS, judge
-    from .verdict import worst
+    from .verdict import EXIT_ERROR, VERDICTS, judge, worst
 
     modes = ["amp"] + (["fp32"] if result.criteria.baseline == "fp32" else [])
     per_mode: dict[str, list[RunOutcome | None]] = {}

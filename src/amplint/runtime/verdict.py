@@ -11,6 +11,7 @@ from typing import Any
 from .criteria import evaluate
 
 EXIT_OK, EXIT_FAILED, EXIT_ERROR, EXIT_INCONCLUSIVE = 0, 1, 2, 3
+VERDICTS = {EXIT_OK: "trains", EXIT_FAILED: "failed", EXIT_ERROR: "error", EXIT_INCONCLUSIVE: "inconclusive"}
 _PRECEDENCE = (EXIT_OK, EXIT_INCONCLUSIVE, EXIT_FAILED, EXIT_ERROR)
 
 
@@ -69,3 +70,15 @@ def _failure(run: Any) -> str:
 
 def _where(run: Any) -> str:
     return f" ({run.traceback[-1].split(' in ')[0]})" if run.traceback else ""
+
+
+def judge(result: Any, amp: Any, ref: Any) -> Any:
+    """Fill ``result`` (a ``VerifyResult``) with the verdict on the two runs, its warnings and notes."""
+    result.checks = []
+    result.amp, result.reference = amp, ref
+    result.exit_code, result.message = decide(result, amp, ref)
+    if amp is not None and result.exit_code != EXIT_ERROR:
+        from .advice import notes, warnings
+
+        result.warnings, result.notes = warnings(result), notes(result)
+    return result
