@@ -165,11 +165,12 @@ def test_bom_with_latin1_cookie_is_python_s_syntax_error_and_never_fixed(cli, fi
     (tmp_path / "bom.py").write_bytes(data)
     with pytest.raises(SyntaxError) as python:
         compile(data, "bom.py", "exec")
-    for args in (("--output-format", "concise"), ("--fix",)):
-        run = cli("bom.py", *args)
-        assert run.exit_code == 1 and run.stdout == ""
-        assert run.stderr.splitlines()[0] == f"amplint: error: bom.py:{line}: SyntaxError: {python.value.msg}"
-        assert_no_traceback(run)
+    run = cli("bom.py", "--output-format", "concise")
+    assert run.exit_code == 1
+    assert run.stdout == f"bom.py:{line}:1: AMP000 SyntaxError: {python.value.msg}\n"
+    run = cli("bom.py", "--fix")
+    assert run.exit_code == 1 and "AMP000" in run.stdout
+    assert_no_traceback(run)
     assert (tmp_path / "bom.py").read_bytes() == data
 
 
@@ -178,3 +179,16 @@ def test_bom_with_utf8_cookie_is_linted_and_fixed(cli, files, fake_rules, tmp_pa
     assert cli("bom.py", "--output-format", "concise").stdout == "bom.py:2:1: AMP991 [*] `bad_call` is not allowed\n"
     assert cli("bom.py", "--fix").exit_code == 0
     assert (tmp_path / "bom.py").read_bytes() == BOM + b"# coding: utf-8\ngood_call()\n"
+
+
+def test_a_file_only_amplint_s_parser_rejects_is_not_linted_never_amp000(cli, files, with_ok_file, tmp_path):
+    # CPython compiles 4,500 implicitly joined string literals; libcst's parser gives up on them.
+    joined = "x = (\n" + "".join(f'    "s{i}"\n' for i in range(4500)) + ")\nbad_call()\n"
+    compile(joined, "joined.py", "exec")
+    (tmp_path / "joined.py").write_text(joined)
+    run = cli(".", "--output-format", "concise")
+    assert "AMP000" not in run.stdout
+    assert run.stdout == GOOD_FINDING
+    assert "joined.py: not linted: amplint's parser (libcst) cannot read this file, which Python accepts" in run.stderr
+    assert "1 file could not be checked" in run.stderr + run.stdout
+    assert_no_traceback(run)

@@ -51,7 +51,7 @@ def _location(position) -> tuple[Location, Location]:
     )
 
 
-def _syntax_error_finding(row: int, column: int, message: str, filename: str) -> Finding:
+def syntax_error_finding(row: int, column: int, message: str, filename: str) -> Finding:
     return Finding(
         code=PARSE_ERROR_CODE,
         message=message,
@@ -64,7 +64,7 @@ def _syntax_error_finding(row: int, column: int, message: str, filename: str) ->
 
 def _python_syntax_error(error: SyntaxError, filename: str) -> Finding:
     """AMP000 where the running Python reports the error, with its message."""
-    return _syntax_error_finding(error.lineno or 1, error.offset or 1, f"SyntaxError: {error.msg}", filename)
+    return syntax_error_finding(error.lineno or 1, error.offset or 1, f"SyntaxError: {error.msg}", filename)
 
 
 def _lint_once(
@@ -124,8 +124,12 @@ def _lint_once(
     try:
         module = cst.parse_module(parsed_text)
     except cst.ParserSyntaxError as exc:
-        message = f"amplint cannot parse this file ({' '.join(exc.message.split())})"
-        result.findings.append(_syntax_error_finding(exc.raw_line, exc.raw_column + 1, message, filename))
+        # Python accepted the text (its verdict came first): this is a limit of amplint's
+        # parser, not an error in the code, so the file is "not linted", never AMP000.
+        result.errors.append(FileError(
+            filename, f"{filename}: not linted: amplint's parser (libcst) cannot read this file, which Python "
+            f"accepts ({' '.join(exc.message.split())})",
+        ))
         return result
     except RecursionError:
         result.errors.append(FileError(filename, f"{filename}: too deeply nested to parse"))

@@ -11,11 +11,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from amplint.engine import _lint_once, lint_text
+from amplint.engine import _lint_once, lint_text, syntax_error_finding
 from amplint.model import FileError, FileResult, Finding
 from amplint.selection import may_have_findings
 from amplint.settings import Settings
-from amplint.sourcefile import SourceError, SourceText, decode_source, encode_source, read_bytes
+from amplint.sourcefile import EncodingSyntaxError, SourceError, SourceText, decode_source, encode_source, read_bytes
 
 TYPE_CHECKING = False  # typing itself is not imported: a clean run does not need it
 if TYPE_CHECKING:
@@ -84,6 +84,9 @@ def process_file(job: Job, data: bytes | None = None) -> FileResult:
     # encoding is reported, never passed as clean.
     try:
         source = decode_source(data, filename)
+    except EncodingSyntaxError as exc:
+        # Python refuses to run it (a BOM with a latin-1 cookie): a syntax error of the file.
+        return FileResult(filename=filename, findings=[syntax_error_finding(exc.lineno, 1, f"SyntaxError: {exc.msg}", filename)])
     except SourceError as exc:
         return FileResult(filename=filename, errors=[FileError(filename, str(exc))])
     # In UTF-8 an ASCII token is the same bytes: the bytes answer for the text, and faster.
