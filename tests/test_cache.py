@@ -10,6 +10,7 @@ import time
 import pytest
 
 import amplint.engine as engine
+import amplint.jobs as jobs
 from amplint.cache import MAX_AGE_S, Cache, cache_version
 from amplint.model import FileError, FileResult
 from amplint.settings import Settings
@@ -155,7 +156,7 @@ def _count_lints(monkeypatch) -> list[str]:
         seen.append(filename)
         return real(text, filename, *args, **kwargs)
 
-    monkeypatch.setattr(engine, "lint_text", counting)
+    monkeypatch.setattr(jobs, "lint_text", counting)  # the file-level runner's calls
     return seen
 
 

@@ -22,6 +22,7 @@ import pytest
 
 import amplint
 import amplint.engine
+import amplint.jobs
 from as_nobody import NOBODY, as_nobody
 
 FIXABLE = b"bad_call()"
@@ -276,7 +277,7 @@ def test_file_changed_between_read_and_write_is_not_overwritten(cli, tmp_path, f
             edits.append(True)
         return result
 
-    monkeypatch.setattr(amplint.engine, "lint_text", lint_then_edit)
+    monkeypatch.setattr(amplint.jobs, "lint_text", lint_then_edit)
     run = fix(cli, "a.py")
     assert path.read_bytes() == b"bad_call()\nuser_line = 1\n"
     assert run.exit_code == 1
