@@ -167,7 +167,13 @@ def run_jobs(jobs: Sequence[Job], workers: int | None = None) -> list[FileResult
     from amplint.pool import run_in_pool
 
     # A file that asks about the modules it imports is given their summaries where it is linted.
-    return run_in_pool(lint_with_project, jobs, workers)
+    return run_in_pool(lint_with_project, jobs, workers, lost=_worker_died)
+
+
+def _worker_died(job: Job, reason: str) -> FileResult:
+    """The result of a file whose worker process died on it, twice (the second time alone)."""
+    name = job.display or job.path
+    return FileResult(filename=name, errors=[FileError(name, f"{name}: not linted: {reason}", internal=True)])
 
 
 def lint_with_project(job: Job) -> FileResult:

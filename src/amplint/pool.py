@@ -32,40 +32,144 @@ def _import_parsing(jobs: Sequence) -> None:
         rules_for(settings.enabled_codes())
 
 
-def run_in_pool(process_file: Callable, jobs: Sequence, workers: int | None = None, parses: bool = True) -> list:
+def run_in_pool(process_file: Callable, jobs: Sequence, workers: int | None = None, parses: bool = True,
+                lost: Callable[[object, str], object] | None = None) -> list:
     """``process_file`` over ``jobs``, in parallel when it pays off; results in input order.
 
     ``parses``: the jobs are engine ``Job``s that parse with libcst (the project pass's summaries
-    use only ``ast`` and need nothing imported before the fork)."""
+    use only ``ast`` and need nothing imported before the fork).
+
+    A worker that dies (a native crash in a parser, the kernel's OOM killer) costs only the job
+    it was running: the others are run again in a fresh pool, each job that was in progress when
+    the pool broke is then run alone, and a job whose worker dies again gives ``lost(job,
+    reason)``. Without ``lost`` the pool's ``BrokenProcessPool`` is raised."""
     workers = workers or default_jobs()
     if workers <= 1 or len(jobs) < POOL_THRESHOLD:
         return [process_file(job) for job in jobs]
     import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
 
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
     context = multiprocessing.get_context(method)
     if method == "fork" and parses:
         _import_parsing(jobs)
-    chunk = max(1, min(32, len(jobs) // (workers * 8) or 1))
+    progress = context.Array("b", len(jobs), lock=False)  # per job: 0 waiting, 1 started, 2 done
+    results: list = [_MISSING] * len(jobs)
+    waiting = list(range(len(jobs)))
+    while waiting:
+        suspects = _run_round(process_file, jobs, waiting, results, progress, workers, context)
+        for index in suspects:
+            results[index] = _run_alone(process_file, jobs[index], progress, index, context, lost)
+        waiting = [i for i in waiting if results[i] is _MISSING]
+    return results
+
+
+_MISSING = object()
+_progress = None  # a worker's view of the run's per-job progress (set by _init_worker)
+
+
+def _init_worker(parent_pid: int, progress) -> None:
+    global _progress
     from amplint import worker_lifetime
 
-    pool = ProcessPoolExecutor(
-        max_workers=workers, mp_context=context, initializer=worker_lifetime.init_worker, initargs=(os.getpid(),)
-    )
-    restore_hook = None
-    try:
-        return list(pool.map(process_file, jobs, chunksize=chunk))
-    except BaseException:
-        # Ctrl-C or a failure: files not yet started are left alone, a write in progress completes.
-        restore_hook = quiet_thread_errors(getattr(pool, "_executor_manager_thread", None))
-        worker_lifetime.stop_workers(pool)
-        pool.shutdown(wait=False, cancel_futures=True)
-        raise
-    finally:
-        pool.shutdown(wait=True)
-        if restore_hook is not None:
-            restore_hook()
+    _progress = progress
+    worker_lifetime.init_worker(parent_pid)
+
+
+def _run_chunk(process_file: Callable, indices: list[int], jobs: list) -> list:
+    """In a worker: the jobs of one chunk, each marked started and done in the shared progress."""
+    out = []
+    for index, job in zip(indices, jobs):
+        _progress[index] = 1
+        out.append(process_file(job))
+        _progress[index] = 2
+    return out
+
+
+def _new_pool(workers: int, context, progress):
+    from concurrent.futures import ProcessPoolExecutor
+
+    return ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker,
+                               initargs=(os.getpid(), progress))
+
+
+def _run_round(process_file, jobs, waiting: list[int], results: list, progress, workers: int, context) -> list[int]:
+    """Run ``waiting`` in one pool, filling ``results``; the jobs in progress if the pool broke."""
+    from concurrent.futures import as_completed
+    from concurrent.futures.process import BrokenProcessPool
+
+    for index in waiting:
+        progress[index] = 0
+    size = max(1, min(32, len(waiting) // (workers * 8) or 1))
+    chunks = [waiting[at:at + size] for at in range(0, len(waiting), size)]
+    with _torn_down_on_error(_new_pool(workers, context, progress)) as pool:
+        futures = {pool.submit(_run_chunk, process_file, chunk, [jobs[i] for i in chunk]): chunk for chunk in chunks}
+        try:
+            for future in as_completed(futures):
+                for index, result in zip(futures[future], future.result()):
+                    results[index] = result
+        except BrokenProcessPool:
+            left = [i for i in waiting if results[i] is _MISSING]
+            started = [i for i in left if progress[i] == 1]
+            # Nothing had started (a worker died on its way up): every job left is run alone.
+            return started or left
+    return []
+
+
+def _run_alone(process_file, job, progress, index: int, context, lost):
+    from concurrent.futures.process import BrokenProcessPool
+
+    progress[index] = 0
+    with _torn_down_on_error(_new_pool(1, context, progress)) as pool:
+        future = pool.submit(_run_chunk, process_file, [index], [job])
+        processes = list(getattr(pool, "_processes", {}).values())
+        try:
+            return future.result()[0]
+        except BrokenProcessPool:
+            if lost is None:
+                raise
+            return lost(job, _death(processes))
+
+
+def _death(processes) -> str:
+    for process in processes:
+        process.join(5)
+        code = process.exitcode
+        if code is not None and code < 0:
+            import signal
+
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = str(-code)
+            return f"the worker process linting it was killed by {name}"
+        if code:
+            return f"the worker process linting it exited with status {code}"
+    return "the worker process linting it died"
+
+
+class _torn_down_on_error:
+    """The pool, shut down on the way out; on Ctrl-C or a failure, files not yet started are left
+    alone and a write in progress completes."""
+
+    def __init__(self, pool) -> None:
+        self.pool = pool
+
+    def __enter__(self):
+        return self.pool
+
+    def __exit__(self, kind, error, traceback) -> None:
+        from amplint import worker_lifetime
+
+        restore_hook = None
+        if kind is not None:
+            restore_hook = quiet_thread_errors(getattr(self.pool, "_executor_manager_thread", None))
+            worker_lifetime.stop_workers(self.pool)
+            self.pool.shutdown(wait=False, cancel_futures=True)
+        try:
+            self.pool.shutdown(wait=True)
+        finally:
+            if restore_hook is not None:
+                restore_hook()
 
 
 def quiet_thread_errors(thread) -> Callable[[], None]:
