@@ -134,3 +134,34 @@ def test_a_file_that_is_not_a_notebook_is_one_line_and_never_clean(tmp_path, con
     assert run.returncode == 1
     assert f"amplint: error: bad.ipynb: {message}" in run.stderr
     assert "All checks passed" not in run.stdout + run.stderr
+
+
+def _notebook_with_outputs(code: str, output_bytes: int) -> str:
+    image = "A" * output_bytes  # a base64 PNG in an output, as plots are stored
+    notebook = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell(code)
+    cell.outputs = [nbformat.v4.new_output("display_data", data={"image/png": image})]
+    notebook.cells = [cell]
+    return nbformat.writes(notebook)
+
+
+def test_large_outputs_do_not_keep_a_notebook_s_code_from_being_linted(tmp_path):
+    from amplint.sourcefile import MAX_FILE_BYTES
+
+    path = tmp_path / "plots.ipynb"
+    path.write_text(_notebook_with_outputs("import torch\nctx = torch.cuda.amp.autocast()\n", MAX_FILE_BYTES + 1024))
+    assert path.stat().st_size > MAX_FILE_BYTES
+    run = _amplint(tmp_path, "--output-format", "concise", "plots.ipynb")
+    assert run.returncode == 1, run.stderr
+    assert "plots.ipynb:cell 1:2:7: AMP001" in run.stdout
+    assert "error:" not in run.stderr
+
+
+def test_a_notebook_whose_code_is_too_large_is_not_linted(tmp_path):
+    from amplint.sourcefile import MAX_FILE_BYTES
+
+    code = "import torch\nctx = torch.cuda.amp.autocast()\n" + "x = 1\n" * (MAX_FILE_BYTES // 6 + 10)
+    (tmp_path / "big.ipynb").write_text(_notebook_with_outputs(code, 10))
+    run = _amplint(tmp_path, "big.ipynb")
+    assert "amplint: error: big.ipynb: its code cells are too large to lint" in run.stderr
+    assert "All checks passed" not in run.stdout

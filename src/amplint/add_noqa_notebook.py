@@ -39,7 +39,7 @@ def add_noqa_to_notebook(result: FileResult, path: Path, outcome: NoqaResult) ->
     from amplint.fixwrite import WriteError
     from amplint.notebook import NotebookError, read_notebook
     from amplint.notebook_file import decode_notebook, write_notebook
-    from amplint.sourcefile import SourceError, read_bytes
+    from amplint.sourcefile import MAX_NOTEBOOK_BYTES, SourceError, read_bytes
 
     name = result.filename
 
@@ -47,7 +47,7 @@ def add_noqa_to_notebook(result: FileResult, path: Path, outcome: NoqaResult) ->
         outcome.errors.append(FileError(name, f"{name}: not changed: {reason}"))
 
     try:
-        data = read_bytes(path)
+        data = read_bytes(path, MAX_NOTEBOOK_BYTES)
         raw = decode_notebook(data)
         notebook = read_notebook(raw)
     except (SourceError, NotebookError) as exc:

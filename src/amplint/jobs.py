@@ -15,7 +15,16 @@ from amplint.engine import _lint_once, lint_text, syntax_error_finding
 from amplint.model import FileError, FileResult, Finding
 from amplint.selection import may_have_findings
 from amplint.settings import Settings
-from amplint.sourcefile import EncodingSyntaxError, SourceError, SourceText, decode_source, encode_source, read_bytes
+from amplint.sourcefile import (
+    MAX_FILE_BYTES,
+    MAX_NOTEBOOK_BYTES,
+    EncodingSyntaxError,
+    SourceError,
+    SourceText,
+    decode_source,
+    encode_source,
+    read_bytes,
+)
 
 TYPE_CHECKING = False  # typing itself is not imported: a clean run does not need it
 if TYPE_CHECKING:
@@ -70,12 +79,13 @@ def process_file(job: Job, data: bytes | None = None) -> FileResult:
     """Lint (or fix) one file; ``data``: its bytes, when the caller has read them already."""
     filename = job.display or job.path
     path = Path(job.path)
+    notebook = job.notebook if job.notebook is not None else path.suffix == ".ipynb"
     if data is None:
         try:
-            data = read_bytes(path)
+            data = read_bytes(path, MAX_NOTEBOOK_BYTES if notebook else MAX_FILE_BYTES)
         except SourceError as exc:
             return FileResult(filename=filename, errors=[FileError(filename, str(exc).replace(str(path), filename, 1))])
-    if job.notebook if job.notebook is not None else path.suffix == ".ipynb":
+    if notebook:
         return _process_notebook(job, path, data, filename)
     ascii_only = data.isascii()
     if ascii_only and not may_have_findings(data, job.settings, filename):
@@ -180,6 +190,8 @@ def lint_with_project(job: Job) -> FileResult:
     """Lint one file with what its imports reach (the project pass); runs in a worker."""
     from amplint.project.phase import with_project_context
 
+    if job.notebook or job.path.endswith(".ipynb"):
+        return process_file(job)  # a notebook asks nothing of the project
     try:
         data = read_bytes(Path(job.path))
     except SourceError:

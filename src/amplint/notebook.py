@@ -243,6 +243,11 @@ def lint_notebook(raw: str, filename: str, settings, fix: bool, unsafe: bool, ed
         return FileResult(filename=filename, errors=[FileError(filename, f"{filename}: {exc}")])
     if not notebook.cells:
         return FileResult(filename=filename, skipped=True)
+    from amplint.sourcefile import MAX_FILE_BYTES
+
+    if (size := len(notebook.text.encode("utf-8", "surrogatepass"))) > MAX_FILE_BYTES:
+        return FileResult(filename=filename, errors=[FileError(
+            filename, f"{filename}: its code cells are too large to lint ({size // 1024} KiB > {MAX_FILE_BYTES // 1024} KiB)")])
     result = lint_text(notebook.text, filename, settings, fix=fix, unsafe=unsafe, edits=edits)
     final = notebook
     if result.changed:

@@ -17,6 +17,8 @@ from pathlib import Path
 # Files above this size are reported and skipped: nothing AMP-related is ever
 # this large, and libcst would take minutes on generated code of that size.
 MAX_FILE_BYTES = 5 * 1024 * 1024
+# A notebook's JSON holds its outputs too (plots, images): the code limit applies to its cells.
+MAX_NOTEBOOK_BYTES = 64 * 1024 * 1024
 
 
 # What ends a physical line for Python (str.splitlines also splits on form feeds and more).
@@ -119,17 +121,15 @@ def read_bytes_or_none(path: str | os.PathLike) -> bytes | None:
         return None
 
 
-def read_bytes(path: Path) -> bytes:
+def read_bytes(path: Path, limit: int = MAX_FILE_BYTES) -> bytes:
     try:
         info = path.stat()
         if not stat.S_ISREG(info.st_mode):
             # Reading a FIFO or a device would block or never end.
             raise SourceError(f"{path}: not a regular file")
         size = info.st_size
-        if size > MAX_FILE_BYTES:
-            raise SourceError(
-                f"{path}: file is too large to lint ({size // 1024} KiB > {MAX_FILE_BYTES // 1024} KiB)"
-            )
+        if size > limit:
+            raise SourceError(f"{path}: file is too large to lint ({size // 1024} KiB > {limit // 1024} KiB)")
         return path.read_bytes()
     except SourceError:
         raise
