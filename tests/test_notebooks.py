@@ -165,3 +165,46 @@ def test_a_notebook_whose_code_is_too_large_is_not_linted(tmp_path):
     run = _amplint(tmp_path, "big.ipynb")
     assert "amplint: error: big.ipynb: its code cells are too large to lint" in run.stderr
     assert "All checks passed" not in run.stdout
+
+
+def _notebook(*cells: str) -> str:
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell(source) for source in cells]
+    return nbformat.writes(notebook)
+
+
+def test_a_syntax_error_in_one_cell_keeps_the_other_cells_findings(tmp_path):
+    path = tmp_path / "nb.ipynb"
+    path.write_text(_notebook(
+        "import torch\nscaler = torch.cuda.amp.GradScaler()\n",
+        "for x in loader:\n    loss = model(x\n",  # a half-typed cell
+        "with torch.cuda.amp.autocast():\n    y = model(x)\n",
+    ))
+    run = _amplint(tmp_path, "--output-format", "concise", "nb.ipynb")
+    lines = run.stdout.splitlines()
+    assert any(line.startswith("nb.ipynb:cell 2:") and " AMP000 SyntaxError: " in line for line in lines), run.stdout
+    assert any(line.startswith("nb.ipynb:cell 1:2:") and " AMP001 " in line for line in lines), run.stdout
+    assert any(line.startswith("nb.ipynb:cell 3:1:") and " AMP001 " in line for line in lines), run.stdout
+
+
+def test_fix_leaves_the_broken_cell_as_it_is_and_fixes_the_others(tmp_path):
+    path = tmp_path / "nb.ipynb"
+    broken = "for x in loader:\n    loss = model(x\n"
+    path.write_text(_notebook("import torch\nscaler = torch.cuda.amp.GradScaler()\n", broken))
+    _amplint(tmp_path, "--fix", "nb.ipynb")
+    cells = [c.source for c in nbformat.reads(path.read_text(), as_version=4).cells]
+    assert cells == ["import torch\nscaler = torch.amp.GradScaler(\"cuda\")\n", broken]
+
+
+def test_a_shell_escape_continued_with_a_backslash_is_one_command(tmp_path):
+    path = tmp_path / "nb.ipynb"
+    path.write_text(_notebook(
+        "!pip install torch \\\n    transformers \\\n  accelerate\nimport torch\nctx = torch.cuda.amp.autocast()\n",
+    ))
+    run = _amplint(tmp_path, "--output-format", "concise", "nb.ipynb")
+    assert "AMP000" not in run.stdout
+    assert "nb.ipynb:cell 1:5:7: AMP001" in run.stdout
+    _amplint(tmp_path, "--fix", "nb.ipynb")
+    (cell,) = nbformat.reads(path.read_text(), as_version=4).cells
+    assert cell.source.startswith("!pip install torch \\\n    transformers \\\n  accelerate\nimport torch\n")
+    assert "torch.amp.autocast(\"cuda\")" in cell.source

@@ -45,6 +45,8 @@ class CodeCell:
     source: list[str]  # the cell's lines, with their endings
     first_row: int = 0  # row of the cell's first line in the joined text
     magics: dict[int, str] = field(default_factory=dict)  # placeholder id -> original line
+    # (row, column, message) of the syntax error that keeps the cell out of the joined text
+    syntax_error: tuple[int, int, str] | None = None
 
 
 @dataclass
@@ -117,6 +119,7 @@ def _python_lines(cell: CodeCell) -> tuple[list[str], dict[int, str]]:
     magics: dict[int, str] = {}
     lines = _with_final_newline(cell.source)
     whole_cell = bool(lines) and lines[0].startswith("%%") and not lines[0].split()[0] in _PYTHON_CELL_MAGICS
+    continued: str | None = None  # the indentation of a magic whose line ends in a backslash
     for index, line in enumerate(lines):
         ending = line[len(line.rstrip("\r\n")):]
         body = line[: len(line) - len(ending)]
@@ -125,17 +128,53 @@ def _python_lines(cell: CodeCell) -> tuple[list[str], dict[int, str]]:
             magics[index] = line
             out.append(f"{MAGIC_MARK}{ident}{ending}")
             continue
+        if continued is not None:  # ``!pip install a \`` goes on on this line, as IPython reads it
+            magics[index] = line
+            out.append(f"{continued}pass  {MAGIC_MARK}{ident}{ending}")
+            continued = continued if body.endswith("\\") else None
+            continue
         assigned = _ASSIGNED_MAGIC.match(body)
         if assigned:
             magics[index] = line
             out.append(f"{assigned.group(1)}None  {MAGIC_MARK}{ident}{ending}")
+            continued = re.match(r"[ \t]*", body).group(0) if body.endswith("\\") else None
         elif _LINE_MAGIC.match(body) or _HELP.match(body):
             magics[index] = line
             indent = re.match(r"[ \t]*", body).group(0)
             out.append(f"{indent}pass  {MAGIC_MARK}{ident}{ending}")
+            continued = indent if body.endswith("\\") else None
         else:
             out.append(line)
     return out, magics
+
+
+def _syntax_error(lines: list[str]) -> tuple[int, int, str] | None:
+    """Python's syntax error in one cell's text, if any: Jupyter runs each cell on its own."""
+    import ast
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ast.parse("".join(lines))
+    except SyntaxError as exc:
+        return exc.lineno or 1, exc.offset or 1, f"SyntaxError: {exc.msg}"
+    except ValueError as exc:  # NUL bytes
+        return 1, 1, f"SyntaxError: {exc}"
+    except (RecursionError, MemoryError):
+        return None  # decided on the joined text, which the engine checks with its limits
+    return None
+
+
+def _left_out(cell: CodeCell) -> list[str]:
+    """Placeholders for every line of a cell that is kept out of the joined text."""
+    out = []
+    cell.magics = {}
+    for index, line in enumerate(_with_final_newline(cell.source)):
+        ending = line[len(line.rstrip("\r\n")):]
+        cell.magics[index] = line
+        out.append(f"{MAGIC_MARK}{cell.number}.{index}{ending}")
+    return out
 
 
 def _split_cells(text: str, count: int) -> list[list[str]] | None:
@@ -219,6 +258,10 @@ def read_notebook(raw: str) -> Notebook:
     row = 1
     for cell in cells:
         lines, cell.magics = _python_lines(cell)
+        cell.syntax_error = _syntax_error(lines)
+        if cell.syntax_error is not None:
+            # Reported as the cell's AMP000; the other cells are linted without it.
+            lines = _left_out(cell)
         cell.first_row = row
         joined.extend(lines)
         joined.append(f"{CELL_MARK}{cell.number}\n")
@@ -261,6 +304,8 @@ def lint_notebook(raw: str, filename: str, settings, fix: bool, unsafe: bool, ed
             result.original_source, result.source = raw, rewritten
     else:
         result.source = raw
+    _add_cell_syntax_errors(result, final, filename)
+
     def cell_line(match: re.Match) -> str:
         cell, row = final.locate(int(match.group(1)))
         return f"line {row} of cell {cell}"
@@ -282,3 +327,13 @@ def lint_notebook(raw: str, filename: str, settings, fix: bool, unsafe: bool, ed
     result.findings.sort(key=lambda f: f.sort_key())
     result.cell_sources = {cell.number: "".join(cell.source) for cell in final.cells}
     return result
+
+
+def _add_cell_syntax_errors(result, notebook: Notebook, filename: str) -> None:
+    """An AMP000 for each cell left out of the joined text, at its row of that text."""
+    from amplint.engine import syntax_error_finding
+
+    for cell in notebook.cells:
+        if cell.syntax_error is not None:
+            row, column, message = cell.syntax_error
+            result.findings.append(syntax_error_finding(cell.first_row + row - 1, column, message, filename))
