@@ -5,6 +5,7 @@ from typing import Iterator
 
 import libcst as cst
 
+from amplint import scaler_protocol as protocol
 from amplint.amp import BACKWARD_KINDS, Event, EventKind
 from amplint.amp.iterations import Iteration
 from amplint.fix import Fix, NoFix
@@ -242,7 +243,7 @@ class ScalerUpdateMissingOrMisordered(Rule):
             message = (
                 f"`{scaler}.update()` runs before `{scaler}.step({after[0].optimizer or '...'})` (line "
                 f"{next_line}) in this iteration: it raises "
-                f"`AssertionError: No inf checks were recorded prior to update.`; call it after the last step"
+                f"`{protocol.UPDATE_WITHOUT_STEP}`; call it after the last step"
             )
         else:
             first = before[-1]
@@ -334,8 +335,7 @@ class ScalerUpdateMissingOrMisordered(Rule):
         where = "in this iteration" if iteration.loop is not None else "in this per-step function"
         message = (
             f"`{scaler}.step({step.optimizer or '...'})` has no `{scaler}.update()` after it {where}: the scale "
-            f"never adapts and the next `{scaler}.step(...)` raises `RuntimeError: step() has already been "
-            f"called since the last update().`"
+            f"never adapts and the next `{scaler}.step(...)` raises `{protocol.STEP_TWICE}`"
         )
         return self.violation(step.call, message, fix=self._add_update_fix(step, steps, iteration))
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 from textwrap import dedent
 from typing import Iterator
 
+from amplint import scaler_protocol as protocol
 from amplint.amp import Event, EventKind
 from amplint.fix import NoFix
 from amplint.model import FixSafety
@@ -157,7 +158,7 @@ class UnscaleMisuse(Rule):
         return (
             f"`{event.scaler}.unscale_({event.optimizer})` is already called on line "
             f"{self.facts.position(earlier.call).start.line} with no `{event.scaler}.update()` in between: raises "
-            f"`RuntimeError: unscale_() has already been called on this optimizer since the last update().`"
+            f"`{protocol.UNSCALE_TWICE}`"
         )
 
     def _after_step(self, event: Event) -> str | None:
@@ -167,7 +168,7 @@ class UnscaleMisuse(Rule):
         return (
             f"`{event.scaler}.unscale_({event.optimizer})` runs after `{event.scaler}.step({event.optimizer})` "
             f"(line {self.facts.position(step.call).start.line}) with no `update()` in between: raises "
-            f"`RuntimeError: unscale_() is being called after step().`; unscale before the step"
+            f"`{protocol.UNSCALE_AFTER_STEP}`; unscale before the step"
         )
 
     def _per_microbatch(self, event: Event) -> str | None:
@@ -186,8 +187,7 @@ class UnscaleMisuse(Rule):
             return (
                 f"`{scaler}.unscale_({event.optimizer})` runs on every pass of the micro-batch loop but "
                 f"`{scaler}.update()` (line {facts.position(after[0].call).start.line}) only after it: the second "
-                f"pass raises `RuntimeError: unscale_() has already been called on this optimizer since the last "
-                f"update().`; unscale once, before clipping and `step`"
+                f"pass raises `{protocol.UNSCALE_TWICE}`; unscale once, before clipping and `step`"
             )
         for update in inside:
             boundary = facts.accumulation_branch(update.ctx)
@@ -198,6 +198,6 @@ class UnscaleMisuse(Rule):
         test = facts.code(boundary.node.test)  # type: ignore[attr-defined]
         return (
             f"`{scaler}.unscale_({event.optimizer})` runs every micro-batch but `{scaler}.update()` only under "
-            f"`if {test}:`: the second micro-batch raises `RuntimeError: unscale_() has already been called on this "
-            f"optimizer since the last update().`; move it under the same condition, before clipping"
+            f"`if {test}:`: the second micro-batch raises `{protocol.UNSCALE_TWICE}`; "
+            f"move it under the same condition, before clipping"
         )

@@ -4,6 +4,7 @@ from typing import Iterator
 
 import libcst as cst
 
+from amplint import scaler_protocol as protocol
 from amplint.fix import edits as E
 from amplint.amp import Event, EventKind
 from amplint.semantic import Branch
@@ -152,8 +153,8 @@ class UpdatePerMicrobatch(Rule):
         test = facts.code(acc.node.test)  # type: ignore[attr-defined]
         message = (
             f"`{scaler}.update()` runs on every micro-batch but `{scaler}.step({steps[-1].optimizer or '...'})` only "
-            f"under `if {test}:`: the first micro-batch without a step raises `AssertionError: No inf checks were "
-            f"recorded prior to update.`; move it under the same condition, after the step"
+            f"under `if {test}:`: the first micro-batch without a step raises `{protocol.UPDATE_WITHOUT_STEP}`; "
+            f"move it under the same condition, after the step"
         )
         stmt = E.movable_statement(facts, update)
         last = steps[-1]

@@ -1,9 +1,12 @@
 """AMP003 at runtime: a clip after a scaled backward, before any ``unscale_`` of this update.
 
-Read from the scaler's own per-optimizer state, so an ``unscale_`` in a helper counts.
+Read from the scaler's own per-optimizer state, so an ``unscale_`` in a helper counts; the
+verdict is the protocol's (:mod:`amplint.scaler_protocol`), as for the static rule.
 """
 
 from __future__ import annotations
+
+from amplint.scaler_protocol import Call, Misuse, Stage, after
 
 from .base import DynamicCheck
 
@@ -18,7 +21,8 @@ class ClipBeforeUnscale(DynamicCheck):
 
         for scaler in self.state.active_scalers():
             states = getattr(scaler, "_per_optimizer_states", {})
-            if not any(st.get("stage") is OptState.UNSCALED for st in states.values()):
+            unscaled = any(st.get("stage") is OptState.UNSCALED for st in states.values())
+            if isinstance(after(Stage.UNSCALED if unscaled else Stage.SCALED, Call.CLIP), Misuse):
                 self.report(
                     f"{name} ran on gradients still multiplied by the loss scale; "
                     "call scaler.unscale_(optimizer) before clipping"

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from amplint.scaler_protocol import Call, Misuse, Stage, after
+
 from .base import DynamicCheck
 
 
@@ -11,7 +13,10 @@ class OptimizerStepBypassesScaler(DynamicCheck):
     code = "AMP007"
 
     def on_optimizer_step(self, optimizer: Any, inside_scaler_step: bool) -> None:
-        if inside_scaler_step or not self.state.scaled_pending:
+        if inside_scaler_step:
+            return
+        stage = Stage.SCALED if self.state.scaled_pending else Stage.READY
+        if not isinstance(after(stage, Call.OPTIMIZER_STEP), Misuse):
             return
         # optimizers that unscale themselves (fused AdamW and kin) are meant to step directly
         if getattr(optimizer, "_step_supports_amp_scaling", False):
