@@ -66,25 +66,26 @@ class ControlFlow:
         """``a`` and ``b`` may both run in one pass through their body (one loop iteration)."""
         pair = self._pair(a, b)
         if pair is None:
-            return a.scope is not b.scope or self.queries(a.scope) is None
+            return True  # nothing proven either way
         paths, x, y = pair
         return x is y or paths.reaches(x, y) or paths.reaches(y, x)
 
     def dominates(self, a: Context, b: Context) -> bool:
         """Every path from the body's start to ``b`` runs ``a`` first."""
-        pair = self._pair(a, b)
-        if pair is None:
-            return False
-        paths, x, y = pair
-        return a.order < b.order if x is y else paths.dominates(x, y)
+        return self._always(a, b, PathQueries.dominates)
 
     def on_every_path(self, a: Context, b: Context) -> bool:
         """Every path that runs ``a`` runs ``b`` after it, in the same iteration (raising aside)."""
+        return self._always(a, b, PathQueries.on_every_path)
+
+    def _always(self, a: Context, b: Context, question) -> bool:
+        """``question(paths, x, y)`` for the two places' statements; in one statement, ``a`` always
+        comes first when Python evaluates it first."""
         pair = self._pair(a, b)
         if pair is None:
             return False
         paths, x, y = pair
-        return a.order < b.order if x is y else paths.on_every_path(x, y)
+        return a.order < b.order if x is y else question(paths, x, y)
 
     def between(self, a: Context, via: Context, b: Context) -> bool:
         """A feasible path runs ``a``, then ``via``, then ``b`` (in one iteration)."""
