@@ -118,13 +118,12 @@ class IterationFacts:
         for site in self.calls_by_scope.get(before.scope, []):
             if site.node in self.event_by_call:
                 continue
-            if after is None and not flow.reaches(site.ctx, before):
+            # The cheap question first: the path question is asked only of calls that may unscale.
+            if "unscale" not in (site.func_text or self.code(site.node.func)).lower() and not any(
+                self.events_of(function.scope, K.UNSCALE) for function in self.called_functions(site)
+            ):
                 continue
-            if after is not None and not flow.between(after, site.ctx, before):
-                continue
-            if "unscale" in (site.func_text or self.code(site.node.func)).lower():
-                return True
-            if any(self.events_of(function.scope, K.UNSCALE) for function in self.called_functions(site)):
+            if flow.reaches(site.ctx, before) if after is None else flow.between(after, site.ctx, before):
                 return True
         return False
 

@@ -49,11 +49,16 @@ class PathQueries:
                 counts[key[0]] = counts.get(key[0], 0) + 1
         self._correlated = {text for text, count in counts.items() if count > 1}
         self._arrivals: dict[int, set[Assumptions]] | None = None
+        self._reached: dict[tuple[int, bool], set[int]] = {}
 
     # -- the questions
     def reaches(self, a: object, b: object, across_iterations: bool = False) -> bool:
         """A feasible path leaves ``a`` and arrives at ``b``."""
-        return any(node is b for node, _ in self._search(a, across_iterations))
+        key = (id(a), across_iterations)
+        reached = self._reached.get(key)
+        if reached is None:  # one walk per start answers every target: rules ask many of one place
+            reached = self._reached[key] = {id(node) for node, _ in self._search(a, across_iterations)}
+        return id(b) in reached
 
     def reaches_avoiding(self, a: object, b: object, avoid: Iterable[object], across_iterations: bool = False) -> bool:
         """A feasible path leaves ``a`` and arrives at ``b`` without passing any of ``avoid``."""
@@ -78,6 +83,8 @@ class PathQueries:
 
     def between(self, a: object, via: object, b: object, across_iterations: bool = False) -> bool:
         """A feasible path goes from ``a`` through ``via`` to ``b``."""
+        if not (self.reaches(a, via, across_iterations) and self.reaches(via, b, across_iterations)):
+            return False  # one walk each, kept for the next question
         for node, assumed in self._search(a, across_iterations):
             if node is via:
                 assumed = self._after(via, assumed)
