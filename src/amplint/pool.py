@@ -69,7 +69,7 @@ _progress = None  # a worker's view of the run's per-job progress (set by _init_
 
 def _init_worker(parent_pid: int, progress) -> None:
     global _progress
-    from amplint import worker_lifetime
+    import amplint.worker_lifetime as worker_lifetime
 
     _progress = progress
     worker_lifetime.init_worker(parent_pid)
@@ -131,8 +131,16 @@ def _run_alone(process_file, job, progress, index: int, context, lost):
 
 
 def _death(processes) -> str:
+    import time
+
     for process in processes:
         process.join(5)
+        # The pool's manager thread may reap the process first: its exit code then lands on the
+        # shared object a moment later, and our own wait sees none.
+        for _ in range(100):
+            if process.exitcode is not None:
+                break
+            time.sleep(0.01)
         code = process.exitcode
         if code is not None and code < 0:
             import signal
@@ -158,7 +166,7 @@ class _torn_down_on_error:
         return self.pool
 
     def __exit__(self, kind, error, traceback) -> None:
-        from amplint import worker_lifetime
+        import amplint.worker_lifetime as worker_lifetime
 
         restore_hook = None
         if kind is not None:
