@@ -66,8 +66,9 @@ def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
     """Modules of the package that ``name`` imports, at module level or inside a function (a
     deferred import is still a dependency); ``if TYPE_CHECKING:`` blocks are left out.
 
-    A package's ``__init__`` that every submodule import runs first is not counted as imported
-    by them: only what a statement names is."""
+    What a statement names is counted: ``from amplint.amp import catalogue`` names the package
+    ``amplint.amp`` (whose ``__init__`` imports the submodules back) as well as the module, so
+    modules of a package import their siblings as ``import amplint.amp.catalogue as API``."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     out = set()
@@ -82,13 +83,13 @@ def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
                 if statement.level:
                     anchor = package.split(".")[: len(package.split(".")) - statement.level + 1]
                     base = ".".join(anchor + ([base] if base else []))
-                # ``from pkg import module`` depends on that module; ``from pkg import name`` on pkg.
+                # ``from pkg import module`` depends on pkg (its ``__init__`` runs, and the name
+                # is looked up there first) and on the module; ``import pkg.module`` names the module.
+                if base in modules:
+                    out.add(base)
                 for alias in statement.names:
-                    target = f"{base}.{alias.name}"
-                    if target in modules:
-                        out.add(target)
-                    elif base in modules:
-                        out.add(base)
+                    if f"{base}.{alias.name}" in modules:
+                        out.add(f"{base}.{alias.name}")
     out.discard(name)
     return out
 

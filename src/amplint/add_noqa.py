@@ -15,7 +15,7 @@ import tokenize
 from pathlib import Path
 from typing import Iterable
 
-from amplint import noqa
+import amplint.noqa as noqa
 from amplint.add_noqa_notebook import add_noqa_to_notebook
 from amplint.add_noqa_text import NoqaResult, add_directives, same_tree
 from amplint.model import FileError, FileResult

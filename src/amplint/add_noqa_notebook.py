@@ -15,7 +15,7 @@ import tokenize
 from collections import defaultdict
 from pathlib import Path
 
-from amplint import noqa
+import amplint.noqa as noqa
 from amplint.add_noqa_text import NoqaResult, add_directives_at, same_tree
 from amplint.model import FileError, FileResult
 from amplint.notebook import Notebook

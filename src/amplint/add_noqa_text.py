@@ -13,7 +13,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from amplint import noqa
+import amplint.noqa as noqa
 from amplint.model import FileError, Finding
 
 _LINE_BREAK = re.compile(r"(\r\n|\r|\n)")

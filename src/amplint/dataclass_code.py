@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from amplint import bytecode_tables
+import amplint.bytecode_tables as bytecode_tables
 
 
 class _InspectOnFirstUse(types.ModuleType):

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from amplint import noqa
+import amplint.noqa as noqa
 from amplint.model import (
     FileError,
     FileResult,

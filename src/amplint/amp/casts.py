@@ -14,7 +14,7 @@ from functools import cached_property
 import libcst as cst
 
 from amplint.amp.events import TRAINING_KINDS
-from amplint.semantic import syntax as S
+import amplint.semantic.syntax as S
 from amplint.semantic.records import CallSite, Context, Scope
 
 HALF_DTYPES = {"torch.float16": "float16", "torch.half": "float16", "torch.bfloat16": "bfloat16"}

@@ -17,11 +17,11 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from amplint.amp import catalogue as API
+import amplint.amp.catalogue as API
 from amplint.amp.checkpoint_libraries import DELEGATING_KEYWORDS, LIBRARY_HELPERS
 from amplint.amp.checkpoints import LOADER_WORDS
 from amplint.project.query import Callee
-from amplint.semantic import syntax as S
+import amplint.semantic.syntax as S
 
 
 # Words in a call's name that say it writes a checkpoint.

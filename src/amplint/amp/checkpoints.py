@@ -13,9 +13,9 @@ from functools import cached_property
 
 import libcst as cst
 
-from amplint.amp import catalogue as API
+import amplint.amp.catalogue as API
 from amplint.amp.events import Event, EventKind
-from amplint.semantic import syntax as S
+import amplint.semantic.syntax as S
 from amplint.semantic.records import Context
 
 # Words in a helper's name that say it restores state from a checkpoint.

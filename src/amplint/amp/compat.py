@@ -8,7 +8,7 @@ from functools import cached_property
 
 import libcst as cst
 
-from amplint.amp import catalogue as API
+import amplint.amp.catalogue as API
 from amplint.semantic.records import Context, ImportRecord, Reference
 
 

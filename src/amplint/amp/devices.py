@@ -7,7 +7,7 @@ from functools import cached_property
 
 import libcst as cst
 
-from amplint.semantic import syntax as S
+import amplint.semantic.syntax as S
 from amplint.semantic.records import Branch, CallSite, Scope
 
 AUTOCAST_STATE_CHECK = "torch.is_autocast_enabled"

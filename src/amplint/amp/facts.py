@@ -14,7 +14,7 @@ from __future__ import annotations
 import libcst as cst
 from libcst.metadata import CodeRange
 
-from amplint.amp import catalogue as API
+import amplint.amp.catalogue as API
 from amplint.amp.autocast import AutocastFacts
 from amplint.amp.casts import CastFacts
 from amplint.amp.checkpoints import CheckpointFacts

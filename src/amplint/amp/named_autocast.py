@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from amplint.amp import catalogue as API
+import amplint.amp.catalogue as API
 from amplint.amp.autocast import AutocastRegion
-from amplint.semantic import syntax as S
+import amplint.semantic.syntax as S
 from amplint.semantic.records import Scope
 from amplint.semantic.values import alternatives
 

@@ -6,8 +6,8 @@ from functools import cached_property
 
 import libcst as cst
 
-from amplint.amp import catalogue as API
-from amplint.semantic import syntax as S
+import amplint.amp.catalogue as API
+import amplint.semantic.syntax as S
 from amplint.semantic.records import Assignment, CallSite, Scope
 from amplint.semantic.values import value_calls
 

@@ -7,9 +7,9 @@ from functools import cached_property
 
 import libcst as cst
 
-from amplint.amp import catalogue as API
+import amplint.amp.catalogue as API
 from amplint.amp.events import BACKWARD_KINDS, Event, EventKind
-from amplint.semantic import syntax as S
+import amplint.semantic.syntax as S
 from amplint.semantic.identity import Variable
 from amplint.semantic.records import CallSite, Context, Scope
 from amplint.semantic.values import value_calls

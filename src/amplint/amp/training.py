@@ -7,9 +7,9 @@ from functools import cached_property
 
 import libcst as cst
 
-from amplint.amp import catalogue as API
+import amplint.amp.catalogue as API
 from amplint.amp.events import BACKWARD_KINDS, SCALER_KINDS, TRAINING_KINDS, EventKind
-from amplint.semantic import syntax as S
+import amplint.semantic.syntax as S
 from amplint.semantic.records import Branch, Context, Loop, Scope
 
 # Loop variables / iterables of loops over independent runs (k-fold CV, sweeps, seeds).

@@ -7,8 +7,8 @@ from __future__ import annotations
 import libcst as cst
 
 from amplint.amp.checkpoints import Checkpoint, scaler_key_like
-from amplint.fix import dicts as D
-from amplint.fix import edits as E
+import amplint.fix.dicts as D
+import amplint.fix.edits as E
 from amplint.fix.model import Fix, NoFix
 
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from amplint.fix import edits as E
+import amplint.fix.edits as E
 from amplint.fix.model import Fix, NoFix
-from amplint.semantic import syntax as S
+import amplint.semantic.syntax as S
 
 _NO_LITERAL = "no literal in the optimizer's file name to derive the scaler's file name from"
 

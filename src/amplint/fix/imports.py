@@ -7,8 +7,8 @@ from typing import Callable
 
 import libcst as cst
 
-from amplint.fix import edits as E
-from amplint.semantic import syntax as S
+import amplint.fix.edits as E
+import amplint.semantic.syntax as S
 from amplint.semantic.records import ImportRecord, Reference
 
 # dotted name -> where it lives now (``None``: it did not move)

@@ -17,7 +17,7 @@ from typing import Sequence
 import libcst as cst
 from libcst._nodes.internal import CodegenState
 
-from amplint.fix import apply
+import amplint.fix.apply as apply
 from amplint.fix.model import Fix
 from amplint.model import Edit, Location
 from amplint.sourcefile import LINE_BREAK

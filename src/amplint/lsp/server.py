@@ -18,7 +18,7 @@ import amplint
 from amplint.api import lint_document
 from amplint.engine import lint_text
 from amplint.model import FileError, FileResult
-from amplint.lsp import values
+import amplint.lsp.values as values
 from amplint.lsp.convert import LspPositions
 from amplint.lsp.framing import GuardedStdin
 from amplint.lsp.protocol import AmplintProtocol

@@ -59,7 +59,7 @@ class Reporter:
     def render_statistics(self, rows: Sequence[dict], context: ReportContext) -> str:
         renderer: Callable | None = getattr(self.module, "render_statistics", None)
         if renderer is None:
-            from amplint.report import text
+            import amplint.report.text as text
 
             renderer = text.render_statistics
         return renderer(rows, context)

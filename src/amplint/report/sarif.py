@@ -129,6 +129,6 @@ def render(findings: Sequence[Finding], context: ReportContext) -> str:
 
 
 def render_statistics(rows: Sequence[dict], context: ReportContext) -> str:
-    from amplint.report import json as json_report
+    import amplint.report.json as json_report
 
     return json_report.render_statistics(rows, context)

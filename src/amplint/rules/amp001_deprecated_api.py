@@ -8,12 +8,12 @@ import libcst as cst
 
 from amplint.amp.compat import DEPRECATED_API, OLD_AUTOCAST_PARAMETERS, DeprecatedImport, torch_amp_location
 from amplint.fix import Fix, NoFix
-from amplint.fix import edits as E
+import amplint.fix.edits as E
 from amplint.fix.imports import ImportRewrite, rewrite_group, rewrite_import
 from amplint.model import FixSafety
 from amplint.rules.base import Invalid, Rule, Violation
 from amplint.semantic import ImportRecord, Reference
-from amplint.semantic import syntax as S
+import amplint.semantic.syntax as S
 
 
 @dataclass

@@ -10,7 +10,7 @@ from amplint.fix import Fix, NoFix
 from amplint.model import FixSafety
 from amplint.rules.base import Invalid, Rule, Violation
 from amplint.semantic import CallSite
-from amplint.semantic import syntax as S
+import amplint.semantic.syntax as S
 
 K = EventKind
 # Events that must not run under autocast.

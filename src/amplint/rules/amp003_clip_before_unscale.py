@@ -8,7 +8,7 @@ import libcst as cst
 
 from amplint.amp import Event, EventKind
 from amplint.fix import Fix, NoFix
-from amplint.fix import edits as E
+import amplint.fix.edits as E
 from amplint.model import FixSafety
 from amplint.rules.base import Invalid, Rule, Violation
 

@@ -7,7 +7,7 @@ from typing import Iterator
 import libcst as cst
 
 from amplint.fix import Fix, NoFix
-from amplint.fix import edits as E
+import amplint.fix.edits as E
 from amplint.model import FixSafety
 from amplint.rules.base import Invalid, Rule, Violation
 from amplint.semantic import CallSite, Loop, Scope

@@ -7,11 +7,11 @@ import libcst as cst
 
 from amplint.amp.casts import HalfCast
 from amplint.fix import Fix, NoFix
-from amplint.fix import edits as E
+import amplint.fix.edits as E
 from amplint.model import FixSafety
 from amplint.rules.base import Invalid, Rule, Violation
 from amplint.semantic import CallSite
-from amplint.semantic import syntax as S
+import amplint.semantic.syntax as S
 
 
 class WholeModelHalf(Rule):

@@ -11,10 +11,10 @@ from amplint.amp.checkpoint_keys import unwritten_scaler_key
 from amplint.amp.checkpoints import Checkpoint, scaler_key_like
 from amplint.amp.checkpoints import scaler_key_like as _styled_key  # noqa: F401 - the fix-shape tests import it here
 from amplint.fix import Fix, NoFix
-from amplint.fix import dicts as D
+import amplint.fix.dicts as D
 from amplint.fix.checkpoint_dicts import add_scaler_to_checkpoint, scaler_unfit
 from amplint.fix.checkpoint_files import load_scaler_file, save_scaler_file
-from amplint.fix import edits as E
+import amplint.fix.edits as E
 from amplint.model import FixSafety
 from amplint.rules.base import SCALER_TRIGGERS, Invalid, Rule, Violation
 

@@ -9,7 +9,7 @@ from amplint.amp import Event, EventKind
 from amplint.fix import Fix, NoFix
 from amplint.model import FixSafety
 from amplint.rules.base import SCALER_TRIGGERS, Invalid, Rule, Violation
-from amplint.semantic import syntax as S
+import amplint.semantic.syntax as S
 
 
 class UnscaledBackward(Rule):

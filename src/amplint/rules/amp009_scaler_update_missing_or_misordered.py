@@ -5,11 +5,11 @@ from typing import Iterator
 
 import libcst as cst
 
-from amplint import scaler_protocol as protocol
+import amplint.scaler_protocol as protocol
 from amplint.amp import BACKWARD_KINDS, Event, EventKind
 from amplint.amp.iterations import Iteration
 from amplint.fix import Fix, NoFix
-from amplint.fix import edits as E
+import amplint.fix.edits as E
 from amplint.model import FixSafety
 from amplint.rules.base import SCALER_TRIGGERS, Invalid, Rule, Violation
 

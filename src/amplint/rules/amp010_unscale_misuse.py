@@ -3,7 +3,7 @@ from __future__ import annotations
 from textwrap import dedent
 from typing import Iterator
 
-from amplint import scaler_protocol as protocol
+import amplint.scaler_protocol as protocol
 from amplint.amp import Event, EventKind
 from amplint.fix import NoFix
 from amplint.model import FixSafety

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from amplint.semantic import syntax as S
+import amplint.semantic.syntax as S
 from amplint.model import FixSafety, Severity
 from amplint.rules.base import Rule, Violation
 

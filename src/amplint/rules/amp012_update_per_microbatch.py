@@ -4,8 +4,8 @@ from typing import Iterator
 
 import libcst as cst
 
-from amplint import scaler_protocol as protocol
-from amplint.fix import edits as E
+import amplint.scaler_protocol as protocol
+import amplint.fix.edits as E
 from amplint.amp import Event, EventKind
 from amplint.semantic import Branch
 from amplint.fix import Fix, NoFix

@@ -4,11 +4,11 @@ from textwrap import dedent
 from typing import Iterator
 
 from amplint.fix import Fix, NoFix
-from amplint.fix import edits as E
+import amplint.fix.edits as E
 from amplint.model import FixSafety
 from amplint.rules.base import Invalid, Rule, Violation
 from amplint.semantic import Scope
-from amplint.semantic import syntax as S
+import amplint.semantic.syntax as S
 
 
 # Calls that only concern CUDA autocast: a function that makes them with a device-less

@@ -9,11 +9,11 @@ import libcst as cst
 from amplint.amp import AutocastCall
 from amplint.amp.autocast import device_type_of, indexed_fstring_device_type
 from amplint.fix import Fix, NoFix
-from amplint.fix import edits as E
+import amplint.fix.edits as E
 from amplint.model import FixSafety
 from amplint.rules.base import Invalid, Rule, Violation
 from amplint.semantic import Scope
-from amplint.semantic import syntax as S
+import amplint.semantic.syntax as S
 
 _TORCH_DEVICE = "torch.device"
 

@@ -6,10 +6,10 @@ from typing import Iterator
 import libcst as cst
 
 from amplint.amp import STEP_KINDS, EventKind
-from amplint.fix import edits as E
+import amplint.fix.edits as E
 from amplint.semantic import CallSite
 from amplint.semantic.handlers import leaves_block
-from amplint.semantic import syntax as S
+import amplint.semantic.syntax as S
 from amplint.fix import Fix, NoFix
 from amplint.model import FixSafety
 from amplint.rules.base import SCALER_TRIGGERS, Invalid, Rule, Violation

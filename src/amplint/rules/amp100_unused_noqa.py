@@ -144,7 +144,7 @@ def report_unused_noqa(result, module, positions, directives, suppressed, codes,
     """
     import libcst as cst
 
-    from amplint import noqa
+    import amplint.noqa as noqa
     from amplint.fix import Fix
     from amplint.model import Finding, Location
     from amplint.rules.catalog import rule_catalog

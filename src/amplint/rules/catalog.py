@@ -17,9 +17,9 @@ import importlib
 import os
 from functools import lru_cache
 
-from amplint import bytecode_tables
+import amplint.bytecode_tables as bytecode_tables
 from amplint.model import FixSafety, Severity
-from amplint.rules import base
+import amplint.rules.base as base
 from amplint.rules.metadata import RuleInfo
 
 TYPE_CHECKING = False  # typing itself is not imported: a clean run does not need it

@@ -15,7 +15,7 @@ import re
 import warnings
 
 from amplint.model import FixSafety, Severity
-from amplint.rules import base
+import amplint.rules.base as base
 from amplint.rules.metadata import RuleInfo
 
 FIELDS = ("code", "name", "summary", "severity", "fix_safety", "default_enabled", "triggers", "focus_tokens")

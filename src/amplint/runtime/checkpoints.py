@@ -25,7 +25,8 @@ import importlib.util
 import os
 from typing import Any
 
-from . import fs_patches, write_guard
+import amplint.runtime.fs_patches as fs_patches
+import amplint.runtime.write_guard as write_guard
 from .overlay import Overlay
 
 # (module, function, position, keyword) of a path argument that native code opens by name

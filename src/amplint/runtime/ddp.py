@@ -128,7 +128,7 @@ def _worker(argv: list[str]) -> int:
     ns = parser.parse_args(argv)
     args = ns.args[1:] if ns.args[:1] == ["--"] else ns.args
 
-    from . import write_guard
+    import amplint.runtime.write_guard as write_guard
     from .precision import PrecisionPlan
     from .progress import Progress
     from .runner import run_once

@@ -27,7 +27,7 @@ import shutil
 import sys
 from typing import Any, Callable
 
-from . import fs_listing
+import amplint.runtime.fs_listing as fs_listing
 from .overlay import Overlay
 from .realfs import call_as, error, path_of
 

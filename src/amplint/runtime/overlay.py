@@ -24,7 +24,7 @@ import errno
 import os
 import stat
 
-from . import realfs
+import amplint.runtime.realfs as realfs
 from .realfs import error, under
 
 

@@ -119,7 +119,7 @@ def _child(req: dict[str, Any], side: dict[str, Any], write_fd: int) -> None:
         os.setpgid(0, 0)  # its own group, so a timeout also ends what the script spawned
         die_with_parent()
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
-        from . import write_guard
+        import amplint.runtime.write_guard as write_guard
         from .runner import run_once
 
         mode = side["mode"]

@@ -7,7 +7,7 @@ from typing import Iterator
 
 import libcst as cst
 
-from amplint.semantic import syntax as S
+import amplint.semantic.syntax as S
 from amplint.semantic.records import Assignment, Binding, ImportRecord, Reference, Scope
 
 

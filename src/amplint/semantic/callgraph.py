@@ -6,7 +6,7 @@ from functools import cached_property
 
 import libcst as cst
 
-from amplint.semantic import syntax as S
+import amplint.semantic.syntax as S
 from amplint.semantic.records import CallSite, FunctionInfo, Reference, Scope
 
 

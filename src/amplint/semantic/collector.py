@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from amplint.semantic import syntax as S
+import amplint.semantic.syntax as S
 from amplint.semantic.records import (
     Assignment, Binding, BindingKind, Branch, CallSite, Context, FunctionInfo, ImportRecord, Loop, Reference, Scope,
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from amplint.semantic import syntax as S
+import amplint.semantic.syntax as S
 from amplint.semantic.records import Context
 
 # Handlers that catch a RuntimeError besides one that names it.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from amplint.semantic import syntax as S
+import amplint.semantic.syntax as S
 
 # (alias node, name bound, qualified target, target kept on the binding: None for relative imports)
 ImportedName = tuple[cst.ImportAlias, str, str, "str | None"]
