@@ -149,21 +149,15 @@ def _python_lines(cell: CodeCell) -> tuple[list[str], dict[int, str]]:
 
 
 def _syntax_error(lines: list[str]) -> tuple[int, int, str] | None:
-    """Python's syntax error in one cell's text, if any: Jupyter runs each cell on its own."""
-    import ast
-    import warnings
+    """Python's syntax error in one cell's text, if any: Jupyter runs each cell on its own.
 
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            ast.parse("".join(lines))
-    except SyntaxError as exc:
-        return exc.lineno or 1, exc.offset or 1, f"SyntaxError: {exc.msg}"
-    except ValueError as exc:  # NUL bytes
-        return 1, 1, f"SyntaxError: {exc}"
-    except (RecursionError, MemoryError):
-        return None  # decided on the joined text, which the engine checks with its limits
-    return None
+    A cell Python's parser gives up on is left in: the engine decides on the joined text."""
+    from amplint.syntaxcheck import python_view
+
+    error = python_view("".join(lines), "<cell>").error
+    if error is None:
+        return None
+    return error.lineno or 1, error.offset or 1, f"SyntaxError: {error.msg}"
 
 
 def _left_out(cell: CodeCell) -> list[str]:

@@ -28,6 +28,7 @@ class ControlFlow:
     def __init__(self, model) -> None:
         self._model = model
         self._queries: dict[int, PathQueries | None] = {}
+        self._reads: dict[str, frozenset[str]] = {}  # a test's text -> the dotted names it reads
 
     # -- the questions
     def reaches(self, a: Context, b: Context, across_iterations: bool = False) -> bool:
@@ -118,10 +119,6 @@ class ControlFlow:
                 self._queries[key] = PathQueries(FlowGraph.of_body(body), self._test_key, self._reads.get, self._assigned)
         return self._queries[key]
 
-    def graph(self, scope: Scope) -> FlowGraph | None:
-        paths = self.queries(scope)
-        return paths.graph if paths is not None else None
-
     @staticmethod
     def anchor(ctx: Context) -> cst.CSTNode | None:
         return ctx.suite if ctx.suite is not None else ctx.stmt
@@ -143,10 +140,6 @@ class ControlFlow:
         if text not in self._reads:
             self._reads[text] = frozenset(".".join(r.parts) for r in self._model.references_within(test))
         return text, negated
-
-    @cached_property
-    def _reads(self) -> dict[str, frozenset[str]]:
-        return {}
 
     def _assigned(self, node: object) -> frozenset[str]:
         return self._assignments_by_anchor.get(node, frozenset())
