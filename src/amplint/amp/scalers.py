@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -189,18 +190,38 @@ class ScalerFacts:
 
     def scaler_updates_on_path(self, event: Event) -> list[Event]:
         """``update()`` calls of ``event``'s scaler that may run in the same pass as ``event``."""
-        return [
-            e for e in self.events_by_scope.get(event.ctx.scope, [])
-            if e.kind is EventKind.UPDATE and e.scaler == event.scaler and self.on_path(e.ctx, event.ctx)
-        ]
+        memo = self._updates_on_path_memo
+        found = memo.get(id(event))
+        if found is None:
+            updates = self._updates_by_scope_and_scaler.get((event.ctx.scope, event.scaler), [])
+            found = memo[id(event)] = [e for e in updates if self.on_path(e.ctx, event.ctx)]
+        return found
+
+    @cached_property
+    def _updates_on_path_memo(self) -> dict[int, list[Event]]:
+        return {}
+
+    @cached_property
+    def _updates_by_scope_and_scaler(self) -> dict[tuple[Scope, str | None], list[Event]]:
+        out: dict[tuple[Scope, str | None], list[Event]] = {}
+        for event in self.events:
+            if event.kind is EventKind.UPDATE:
+                out.setdefault((event.ctx.scope, event.scaler), []).append(event)
+        return out
 
     def updated_between(self, first: Event, second: Event) -> bool:
         """An ``update()`` of ``second``'s scaler may run after ``first`` and before ``second``,
         on the path of both."""
-        return any(
-            first.order < update.order < second.order and self.on_path(update.ctx, first.ctx)
-            for update in self.scaler_updates_on_path(second)
-        )
+        updates = self.scaler_updates_on_path(second)  # in walk order
+        orders = self._update_orders_memo.get(id(second))
+        if orders is None:
+            orders = self._update_orders_memo[id(second)] = [update.order for update in updates]
+        start, end = bisect_right(orders, first.order), bisect_left(orders, second.order)
+        return any(self.on_path(update.ctx, first.ctx) for update in updates[start:end])
+
+    @cached_property
+    def _update_orders_memo(self) -> dict[int, list[int]]:
+        return {}
 
     def optimizer_rebound_per_pass(self, *events: Event) -> bool:
         """A loop around one of ``events`` rebinds their optimizer (``for opt in optimizers:

@@ -296,10 +296,8 @@ class ClipBeforeUnscale(Rule):
         branch (``if fp16: scaler.scale(loss).backward() else: loss.backward()``)."""
         flow = self.facts.control_flow
         candidates = [e for e in before if e.kind is K.SCALE_BACKWARD or e.kind in _UNSCALED_BACKWARDS]
-        return [
-            event for event in candidates
-            if flow.reaches_avoiding(event.ctx, clip.ctx, [other.ctx for other in candidates if other is not event])
-        ]
+        last = {id(ctx) for ctx in flow.last_before([event.ctx for event in candidates], clip.ctx)}
+        return [event for event in candidates if id(event.ctx) in last]
 
     def _clipped_optimizers(self, clip: Event, step: Event) -> list[str] | None:
         """Optimizers whose parameters the clip touches, in step order; ``None`` when unknown."""

@@ -63,6 +63,23 @@ class ControlFlow:
             return a.order < b.order
         return paths.reaches_avoiding(x, y, stops)
 
+    def last_before(self, candidates: list[Context], b: Context) -> list[Context]:
+        """The ``candidates`` that run before ``b`` with no other candidate between them on some
+        feasible path (the last of them before ``b``, one per branch)."""
+        paths = self.queries(b.scope)
+        y = self.anchor(b)
+        if paths is None or y not in paths.graph:
+            return []
+        # One walk back from ``b`` rules out, at once, every candidate some other candidate hides;
+        # the exact question is asked only of those left.
+        anchors = [self.anchor(c) for c in candidates if c.scope is b.scope]
+        behind = paths.reached_backwards(y, [z for z in anchors if z is not None and z is not y])
+        return [
+            c for c in candidates
+            if c.scope is b.scope and (self.anchor(c) is y or id(self.anchor(c)) in behind)
+            and self.reaches_avoiding(c, b, [other for other in candidates if other is not c])
+        ]
+
     def may_run_together(self, a: Context, b: Context) -> bool:
         """``a`` and ``b`` may both run in one pass through their body (one loop iteration)."""
         pair = self._pair(a, b)

@@ -50,6 +50,8 @@ class PathQueries:
         self._correlated = {text for text, count in counts.items() if count > 1}
         self._arrivals: dict[int, set[Assumptions]] | None = None
         self._reached: dict[tuple[int, bool], set[int]] = {}
+        self._predecessors: dict[int, list[object]] | None = None
+        self._within_iteration: dict[int, list[Edge]] = {}
 
     # -- the questions
     def reaches(self, a: object, b: object, across_iterations: bool = False) -> bool:
@@ -62,7 +64,29 @@ class PathQueries:
 
     def reaches_avoiding(self, a: object, b: object, avoid: Iterable[object], across_iterations: bool = False) -> bool:
         """A feasible path leaves ``a`` and arrives at ``b`` without passing any of ``avoid``."""
-        return any(node is b for node, _ in self._search(a, across_iterations, stop=avoid))
+        # ``b`` is a stop as well: arriving is the answer, and walking on past it made one
+        # question per (event, step) pair cost the whole rest of the body.
+        return any(node is b for node, _ in self._search(a, across_iterations, stop=[*avoid, b]))
+
+    def reached_backwards(self, b: object, stop: Iterable[object]) -> set[int]:
+        """Ids of the nodes some path (feasible or not) leads from to ``b`` within one iteration
+        without passing any ``stop`` node; ``stop`` nodes are entered, not passed. A superset of
+        what the feasible-path questions can prove, so it may rule places out, never in."""
+        if self._predecessors is None:
+            self._predecessors = {}
+            for node in self.graph.successors:
+                for edge in self._edges_from(node, False):
+                    self._predecessors.setdefault(id(edge.target), []).append(node)
+        stops = {id(node) for node in stop}
+        seen: set[int] = set()
+        pending = [b]
+        while pending:
+            for node in self._predecessors.get(id(pending.pop()), ()):
+                if id(node) not in seen:
+                    seen.add(id(node))
+                    if id(node) not in stops:
+                        pending.append(node)
+        return seen
 
     def dominates(self, a: object, b: object) -> bool:
         """Every path from the body's entry to ``b`` passes ``a`` (``a`` itself included)."""
@@ -155,7 +179,16 @@ class PathQueries:
         edges = self.graph.successors.get(node, [])
         if not edges:
             return [_END_EDGE]
-        if across_iterations or not any(edge.back for edge in edges):
+        if across_iterations:
+            return edges
+        key = id(node)
+        found = self._within_iteration.get(key)
+        if found is None:
+            found = self._within_iteration[key] = self._edges_within_iteration(edges)
+        return found
+
+    def _edges_within_iteration(self, edges: list[Edge]) -> list[Edge]:
+        if not any(edge.back for edge in edges):
             return edges
         out = []
         pending = list(edges)
