@@ -45,10 +45,10 @@ def dump(facts: FileFacts) -> dict[str, Any]:
             "loops": [_line(facts, loop.node) for loop in e.ctx.loops],
             **{k: v for k, v in (("scaler", e.scaler), ("optimizer", e.optimizer), ("receiver", e.receiver)) if v is not None},
         }
-        for e in facts.events
+        for e in facts.timeline.events
     ]
     regions = []
-    for node, found in facts.autocast_regions.items():
+    for node, found in facts.autocast.autocast_regions.items():
         for region in found:
             regions.append(
                 {
@@ -73,25 +73,25 @@ def dump(facts: FileFacts) -> dict[str, Any]:
         "autocast_regions": regions,
         "autocast_calls": [
             {"at": _where(facts, c.call), "qualname": c.qualname, "partial": c.partial, "device": c.region.device, "dtype": c.region.dtype}
-            for c in facts.autocast_calls
+            for c in facts.autocast.autocast_calls
         ],
         "scalers": {
             key: {"constructed": sorted(_line(facts, c.node) for c in info.constructions), "evidence": sorted(info.evidence),
                   "provably_disabled": info.provably_disabled}
-            for key, info in sorted(facts.scalers.items())
+            for key, info in sorted(facts.scaling.scalers.items())
         },
-        "scaler_constructions": sorted(_where(facts, s.node) for s in facts.scaler_construction_sites),
-        "optimizers": sorted(facts.optimizers),
-        "optimizer_builds": sorted(facts.optimizer_builds),
-        "optimizer_constructions": sorted(_where(facts, s.node) for s in facts.optimizer_constructions),
-        "optimized_modules": sorted(f"{key}@{_line(facts, site.node)}" for key, site in facts.optimized_modules),
-        "frozen_modules": sorted(facts.frozen_modules),
-        "training_loops": _loops(facts, facts.training_loops),
-        "backward_loops": _loops(facts, facts.backward_loops),
-        "training_functions": _scopes(facts, facts.training_functions),
-        "backward_functions": _scopes(facts, facts.backward_functions),
-        "updating_functions": _scopes(facts, facts.updating_functions),
-        "per_step_functions": _scopes(facts, facts.per_step_functions),
-        "grad_disabled": sorted(_line(facts, n) for n in facts.grad_disabled_nodes),
+        "scaler_constructions": sorted(_where(facts, s.node) for s in facts.scaling.scaler_construction_sites),
+        "optimizers": sorted(facts.optim.optimizers),
+        "optimizer_builds": sorted(facts.optim.optimizer_builds),
+        "optimizer_constructions": sorted(_where(facts, s.node) for s in facts.optim.optimizer_constructions),
+        "optimized_modules": sorted(f"{key}@{_line(facts, site.node)}" for key, site in facts.optim.optimized_modules),
+        "frozen_modules": sorted(facts.models.frozen_modules),
+        "training_loops": _loops(facts, facts.training.training_loops),
+        "backward_loops": _loops(facts, facts.training.backward_loops),
+        "training_functions": _scopes(facts, facts.training.training_functions),
+        "backward_functions": _scopes(facts, facts.training.backward_functions),
+        "updating_functions": _scopes(facts, facts.training.updating_functions),
+        "per_step_functions": _scopes(facts, facts.training.per_step_functions),
+        "grad_disabled": sorted(_line(facts, n) for n in facts.models.grad_disabled_nodes),
         "bindings": bindings,
     }

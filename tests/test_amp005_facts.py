@@ -19,7 +19,7 @@ def test_in_no_grad_with_decorator_and_inference_mode():
         "def tr(m, x):\n    with torch.inference_mode():\n        a = m(x)\n"
         "    with torch.set_grad_enabled(False):\n        b = m(x)\n    return m(x)\n"
     )
-    calls = {facts.position(s.node).start.line: facts.in_no_grad(s.ctx) for s in facts.calls if s.func_text == "m"}
+    calls = {facts.position(s.node).start.line: facts.models.in_no_grad(s.ctx) for s in facts.calls if s.func_text == "m"}
     assert calls == {4: True, 7: True, 9: True, 10: False}
 
 
@@ -31,7 +31,7 @@ def test_optimized_modules_forms():
         "params = filter(lambda p: p.requires_grad, enc.parameters())\nopt3 = torch.optim.Adam(params)\n"
         "opt4 = create_optimizer_v2(net, 'adamw', lr=1e-3)\n"
     )
-    assert {key for key, _ in facts.optimized_modules} == {"model", "head", "self.body", "enc", "net"}
+    assert {key for key, _ in facts.optim.optimized_modules} == {"model", "head", "self.body", "enc", "net"}
 
 
 def test_frozen_modules():
@@ -39,7 +39,7 @@ def test_frozen_modules():
         "teacher.requires_grad_(False)\nvae.eval()\nmodel.eval()\nmodel.train()\n"
         "for p in encoder.parameters():\n    p.requires_grad = False\n"
     )
-    assert facts.frozen_modules == {"teacher", "vae", "encoder"}
+    assert facts.models.frozen_modules == {"teacher", "vae", "encoder"}
 
 
 def test_cast_alone_in_block_becomes_pass():

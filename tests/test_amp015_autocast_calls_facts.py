@@ -39,7 +39,7 @@ def f(x):
 
 def test_autocast_calls_cover_every_spelling():
     facts = _facts(CODE)
-    found = {facts.code(a.call).split("(")[0]: a for a in facts.autocast_calls}
+    found = {facts.code(a.call).split("(")[0]: a for a in facts.autocast.autocast_calls}
     assert set(found) == {"functools.partial", "torch.autocast", "ac", "old", "alias"}
     partial = found["functools.partial"]
     assert partial.partial and partial.qualname == "torch.amp.autocast"
@@ -53,13 +53,13 @@ def test_autocast_calls_cover_every_spelling():
 
 def test_alias_with_region_and_call_site():
     facts = _facts(CODE)
-    regions = [r for rs in facts.autocast_regions.values() for r in rs]
+    regions = [r for rs in facts.autocast.autocast_regions.values() for r in rs]
     assert any(r.device_node is not None and facts.code(r.device_node) == '"cuda:0"' for r in regions)
-    call = next(a.call for a in facts.autocast_calls)
+    call = next(a.call for a in facts.autocast.autocast_calls)
     assert facts.call_site(call).node is call
 
 
 def test_reassigned_alias_is_not_an_autocast():
     facts = _facts("import torch\nac = torch.autocast\nac = other\nwith ac('cuda'):\n    pass\n")
-    assert facts.autocast_calls == []
-    assert facts.autocast_regions == {}
+    assert facts.autocast.autocast_calls == []
+    assert facts.autocast.autocast_regions == {}

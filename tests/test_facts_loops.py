@@ -40,10 +40,10 @@ def step(loss, opt, grad_scaler, other):
 def test_scalers_in_every_spelling():
     f = facts(SCALERS)
     for key in ("module_scaler", "self.scaler", "self._scaler", "self.aliased"):
-        assert f.scalers[key].constructions, key
-    assert {"grad_scaler", "other"} <= set(f.scalers)  # parameters used as scalers
-    assert f.scalers["self.off"].provably_disabled
-    assert len(f.scaler_construction_sites) == 5
+        assert f.scaling.scalers[key].constructions, key
+    assert {"grad_scaler", "other"} <= set(f.scaling.scalers)  # parameters used as scalers
+    assert f.scaling.scalers["self.off"].provably_disabled
+    assert len(f.scaling.scaler_construction_sites) == 5
 
 
 def test_scaler_disabled_is_judged_per_scope():
@@ -59,8 +59,8 @@ def test_scaler_disabled_is_judged_per_scope():
         """
     )
     scopes = {s.name: s for s in f.scopes}
-    assert f.scaler_provably_disabled("scaler", scopes["a"])
-    assert not f.scaler_provably_disabled("scaler", scopes["b"])
+    assert f.scaling.scaler_provably_disabled("scaler", scopes["a"])
+    assert not f.scaling.scaler_provably_disabled("scaler", scopes["b"])
 
 
 def test_optimizers_and_parameter_owners():
@@ -76,12 +76,12 @@ def test_optimizers_and_parameter_owners():
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         """
     )
-    assert {"enc_opt", "optimizer"} <= f.optimizers
-    assert "sched" not in f.optimizers
-    assert f.optimizer_parameter_owners("enc_opt") == {"model.encoder"}
-    assert not [e for e in f.events if e.kind == "optimizer_step"]  # an lr_scheduler step is no optimizer step
-    clip = next(e for e in f.events if e.kind == "clip")
-    assert f.clip_parameter_owner(clip.call) == "model"
+    assert {"enc_opt", "optimizer"} <= f.optim.optimizers
+    assert "sched" not in f.optim.optimizers
+    assert f.optim.optimizer_parameter_owners("enc_opt") == {"model.encoder"}
+    assert not [e for e in f.timeline.events if e.kind == "optimizer_step"]  # an lr_scheduler step is no optimizer step
+    clip = next(e for e in f.timeline.events if e.kind == "clip")
+    assert f.optim.clip_parameter_owner(clip.call) == "model"
 
 
 def test_autocast_regions_in_every_spelling():
@@ -119,7 +119,7 @@ def test_autocast_regions_in_every_spelling():
             loss.backward()
         """
     )
-    active = [bool(f.enclosing_autocast(e.ctx)) for e in f.events if e.kind == "backward"]
+    active = [bool(f.autocast.enclosing_autocast(e.ctx)) for e in f.timeline.events if e.kind == "backward"]
     assert active == [True, True, True, True, False, False, True]
 
 
@@ -142,13 +142,13 @@ def test_training_loops_and_per_step_functions():
             loss.backward()
         """
     )
-    lines = sorted(line(f, loop.node) for loop in f.training_loops)
+    lines = sorted(line(f, loop.node) for loop in f.training.training_loops)
     assert lines == [8, 9, 14]
-    assert {s.name for s in f.per_step_functions} >= {"train_one_batch"}
+    assert {s.name for s in f.training.per_step_functions} >= {"train_one_batch"}
     inner = next(loop for loop in f.loops if line(f, loop.node) == 9)
-    assert f.names_bound_in_loop(inner) == {"batch"}
+    assert f.training.names_bound_in_loop(inner) == {"batch"}
     call = next(site for site in f.calls if site.func_text == "train_one_batch")
-    assert line(f, f.outermost_training_loop(call.ctx).node) == 8
+    assert line(f, f.training.outermost_training_loop(call.ctx).node) == 8
 
 
 def test_ordered_events_with_branches():
@@ -168,7 +168,7 @@ def test_ordered_events_with_branches():
             scaler.update()
         """
     )
-    events = [(e.kind, [b.part for b in e.ctx.branches]) for e in f.events]
+    events = [(e.kind, [b.part for b in e.ctx.branches]) for e in f.timeline.events]
     assert events == [
         ("scale_backward", []),
         ("unscale", ["body"]),

@@ -14,7 +14,7 @@ def _facts(code: str) -> FileFacts:
 
 
 def _event(facts: FileFacts, kind: str, index: int = 0):
-    return [e for e in facts.events if e.kind == kind][index]
+    return [e for e in facts.timeline.events if e.kind == kind][index]
 
 
 def test_if_else_branches_are_exclusive_and_straight_line_code_is_not():
@@ -28,8 +28,8 @@ def test_if_else_branches_are_exclusive_and_straight_line_code_is_not():
         """
     )
     scaled, plain, step = _event(facts, "scale_backward"), _event(facts, "backward"), _event(facts, "optimizer_step")
-    assert facts.exclusive(scaled.ctx, plain.ctx)
-    assert facts.on_path(scaled.ctx, step.ctx) and facts.on_path(plain.ctx, step.ctx)
+    assert facts.tree.exclusive(scaled.ctx, plain.ctx)
+    assert facts.tree.on_path(scaled.ctx, step.ctx) and facts.tree.on_path(plain.ctx, step.ctx)
 
 
 def test_two_ifs_with_the_same_or_negated_test_are_exclusive():
@@ -50,9 +50,9 @@ def test_two_ifs_with_the_same_or_negated_test_are_exclusive():
     )
     scaled, step = _event(facts, "scale_backward"), _event(facts, "optimizer_step")
     plain, scaler_step, zero = _event(facts, "backward"), _event(facts, "scaler_step"), _event(facts, "zero_grad")
-    assert facts.exclusive(scaled.ctx, step.ctx)
-    assert facts.exclusive(plain.ctx, scaler_step.ctx)
-    assert not facts.exclusive(plain.ctx, zero.ctx)  # `if not use_amp` body and `if use_amp` else: same path
+    assert facts.tree.exclusive(scaled.ctx, step.ctx)
+    assert facts.tree.exclusive(plain.ctx, scaler_step.ctx)
+    assert not facts.tree.exclusive(plain.ctx, zero.ctx)  # `if not use_amp` body and `if use_amp` else: same path
 
 
 def test_elif_chain_is_exclusive():
@@ -65,7 +65,7 @@ def test_elif_chain_is_exclusive():
         """
     )
     first, second = _event(facts, "unscale", 0), _event(facts, "unscale", 1)
-    assert facts.exclusive(first.ctx, second.ctx)
+    assert facts.tree.exclusive(first.ctx, second.ctx)
 
 
 def test_amp_gate_finds_the_branch_that_selects_the_non_amp_path():
@@ -82,10 +82,10 @@ def test_amp_gate_finds_the_branch_that_selects_the_non_amp_path():
     )
     scaled = _event(facts, "scale_backward")
     gated, accum = _event(facts, "optimizer_step", 0), _event(facts, "optimizer_step", 1)
-    assert facts.amp_gate(gated.ctx, scaled.ctx) is not None
-    assert facts.amp_gate(accum.ctx, scaled.ctx) is None
-    assert facts.accumulation_branch(accum.ctx) is not None
-    assert facts.accumulation_branch(gated.ctx) is None
+    assert facts.training.amp_gate(gated.ctx, scaled.ctx) is not None
+    assert facts.training.amp_gate(accum.ctx, scaled.ctx) is None
+    assert facts.training.accumulation_branch(accum.ctx) is not None
+    assert facts.training.accumulation_branch(gated.ctx) is None
 
 
 def test_iteration_loop_skips_loops_over_optimizers():
@@ -99,9 +99,9 @@ def test_iteration_loop_skips_loops_over_optimizers():
         """
     )
     step, update = _event(facts, "scaler_step"), _event(facts, "update")
-    outer = facts.iteration_loop(update.ctx)
+    outer = facts.training.iteration_loop(update.ctx)
     assert outer is not None and isinstance(outer.node, cst.For)
-    assert facts.iteration_loop(step.ctx) is outer
+    assert facts.training.iteration_loop(step.ctx) is outer
 
 
 def test_backward_scaler_sees_scaled_variables_and_divided_scaled_losses():
@@ -115,8 +115,8 @@ def test_backward_scaler_sees_scaled_variables_and_divided_scaled_losses():
         loss.backward()
         """
     )
-    backwards = [e for e in facts.events if e.kind == "backward"]
-    assert [facts.backward_scaler(e) for e in backwards] == ["scaler", "scaler", None]
+    backwards = [e for e in facts.timeline.events if e.kind == "backward"]
+    assert [facts.scaling.backward_scaler(e) for e in backwards] == ["scaler", "scaler", None]
 
 
 def test_updating_functions_and_statement_in_block():
@@ -133,10 +133,10 @@ def test_updating_functions_and_statement_in_block():
                     self._after()
         """
     )
-    names = {s.name for s in facts.updating_functions}
+    names = {s.name for s in facts.training.updating_functions}
     assert names == {"_after", "loop"}
     step = _event(facts, "scaler_step")
-    loop = facts.iteration_loop(step.ctx) or next(iter(facts.loops))
+    loop = facts.training.iteration_loop(step.ctx) or next(iter(facts.loops))
     block = loop.node.body
-    holder = facts.statement_in_block(step.ctx.stmt, block)
+    holder = facts.tree.statement_in_block(step.ctx.stmt, block)
     assert isinstance(holder, cst.If)

@@ -30,8 +30,8 @@ TRAINER = dedent("""\
 
 def test_cuda_autocast_reaching_sees_regions_and_helper_calls():
     facts = FileFacts.from_source(TRAINER)
-    bce = facts.calls_to({"torch.nn.functional.binary_cross_entropy"})
-    reaches = {facts.position(site.node).start.line: facts.cuda_autocast_reaching(site) for site in bce}
+    bce = facts.call_index.calls_to({"torch.nn.functional.binary_cross_entropy"})
+    reaches = {facts.position(site.node).start.line: facts.autocast.cuda_autocast_reaching(site) for site in bce}
     helper = reaches[5]
     assert helper is not None and facts.position(helper.caller.node).start.line == 14
     assert facts.position(helper.region.node).start.line == 12

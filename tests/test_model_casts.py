@@ -36,7 +36,7 @@ TRAIN = """\
 
 def test_half_casts_and_what_they_reach():
     facts = _facts(TRAIN)
-    casts = {facts.code(c.call): c for c in facts.half_casts}
+    casts = {facts.code(c.call): c for c in facts.casts.half_casts}
     assert {k: c.dtype for k, c in casts.items()} == {
         "Net().to(device).half()": "float16",
         "Net().cuda().half()": "float16",
@@ -45,23 +45,23 @@ def test_half_casts_and_what_they_reach():
         "x.to(device, torch.float16)": "float16",
         "model.to(dtype=torch.bfloat16)": "bfloat16",
     }
-    assert facts.cast_modules(casts["Net().to(device).half()"]) == ["model"]
-    assert facts.cast_modules(casts["x.to(device, torch.float16)"]) == ["x"]
+    assert facts.casts.cast_modules(casts["Net().to(device).half()"]) == ["model"]
+    assert facts.casts.cast_modules(casts["x.to(device, torch.float16)"]) == ["x"]
     assert [facts.code(a) for a in casts["x.to(device, torch.float16)"].dtype_args] == ["torch.float16"]
-    assert casts["grid.half()"].call in facts.casts_undone
-    assert facts.uses_amp
+    assert casts["grid.half()"].call in facts.casts.casts_undone
+    assert facts.scaling.uses_amp
 
 
 def test_trained_modules_and_training_after_the_cast():
     facts = _facts(TRAIN)
-    casts = {facts.code(c.call): c for c in facts.half_casts}
+    casts = {facts.code(c.call): c for c in facts.casts.half_casts}
     first = casts["Net().to(device).half()"].ctx
-    assert facts.is_trained_module("model", first)
-    assert not facts.is_trained_module("ema", first)  # a copy, called under no_grad
-    assert not facts.is_trained_module("teacher", first)  # frozen
-    assert not facts.is_trained_module("x", first)  # an input
-    assert facts.training_after(first) is True
-    assert facts.training_after(casts["model.to(dtype=torch.bfloat16)"].ctx) is False
+    assert facts.casts.is_trained_module("model", first)
+    assert not facts.casts.is_trained_module("ema", first)  # a copy, called under no_grad
+    assert not facts.casts.is_trained_module("teacher", first)  # frozen
+    assert not facts.casts.is_trained_module("x", first)  # an input
+    assert facts.casts.training_after(first) is True
+    assert facts.casts.training_after(casts["model.to(dtype=torch.bfloat16)"].ctx) is False
 
 
 def test_inference_functions_and_passing_to_a_training_function():
@@ -82,12 +82,12 @@ def test_inference_functions_and_passing_to_a_training_function():
             model = Net().half()
             train_one_epoch(model, loader, opt)
     """)
-    export, main = facts.half_casts
-    assert facts.in_inference_function(export.ctx)
-    assert not facts.in_inference_function(main.ctx)
-    assert facts.is_trained_module("model", main.ctx)
-    assert facts.training_after(main.ctx) is True
-    assert facts.definite_scaler_seen_from(main.ctx)
+    export, main = facts.casts.half_casts
+    assert facts.casts.in_inference_function(export.ctx)
+    assert not facts.casts.in_inference_function(main.ctx)
+    assert facts.casts.is_trained_module("model", main.ctx)
+    assert facts.casts.training_after(main.ctx) is True
+    assert facts.scaling.definite_scaler_seen_from(main.ctx)
 
 
 def test_hugging_face_half_loads_for_a_fp16_trainer():
@@ -99,9 +99,9 @@ def test_hugging_face_half_loads_for_a_fp16_trainer():
         args = TrainingArguments("out", fp16=True)
         Trainer(model=model, args=args).train()
     """)
-    ((load, dtype_arg),) = facts.half_precision_loads
+    ((load, dtype_arg),) = facts.casts.half_precision_loads
     assert dtype_arg.keyword.value == "torch_dtype"
-    assert facts.trains_hf_in_fp16
-    assert not facts.uses_adapters_or_quantization
-    assert facts.trained_by_trainer("model", load.ctx)
-    assert not facts.trained_by_trainer("quantized", load.ctx)
+    assert facts.casts.trains_hf_in_fp16
+    assert not facts.casts.uses_adapters_or_quantization
+    assert facts.casts.trained_by_trainer("model", load.ctx)
+    assert not facts.casts.trained_by_trainer("quantized", load.ctx)

@@ -37,12 +37,12 @@ def _facts(code: str = TRAINER) -> FileFacts:
 
 def test_a_dict_completed_key_by_key_is_read_whole():
     facts = _facts()
-    first, second = facts.checkpoint_saves
-    built = facts.saved_checkpoint(first)
+    first, second = facts.checkpoints.checkpoint_saves
+    built = facts.checkpoints.saved_checkpoint(first)
     assert built.variable == "ckpt" and built.keys == ["model", "epoch", "optimizer_state"]
     assert [facts.code(s).strip() for s in built.optimizer_subscript_stmts] == ['ckpt["optimizer_state"] = optimizer.state_dict()']
-    assert S.string_value(facts.subscript_key_node(built.optimizer_subscript_stmts[0])) == "optimizer_state"
-    literal = facts.saved_checkpoint(second)
+    assert S.string_value(facts.checkpoints.subscript_key_node(built.optimizer_subscript_stmts[0])) == "optimizer_state"
+    literal = facts.checkpoints.saved_checkpoint(second)
     assert literal.variable is None and literal.keys == ["model", "optimizer"] and not literal.has_spread
     assert [D.quote_of(node) for node in literal.key_nodes] == ["'", "'"]
 
@@ -54,37 +54,37 @@ def test_a_dict_handed_to_other_code_is_unknown():
         add_extra_state(ckpt)
         torch.save(ckpt, path)
     """))
-    assert facts.saved_checkpoint(facts.checkpoint_saves[0]) is None
+    assert facts.checkpoints.saved_checkpoint(facts.checkpoints.checkpoint_saves[0]) is None
 
 
 def test_the_scalers_a_checkpoint_should_hold():
     facts = _facts()
-    first, second = facts.checkpoint_saves
+    first, second = facts.checkpoints.checkpoint_saves
     # Scalers are known by name: ``train``'s parameter is the file's ``scaler``, but it may be None.
-    assert facts.checkpointed_scalers(first.ctx) == ["scaler"]
-    assert facts.scaler_may_be_none("scaler", first.ctx)
-    assert facts.checkpointed_scalers(second.ctx) == ["scaler"]
-    assert not facts.holds_scaler_state(facts.saved_checkpoint(second), ["scaler"])
-    assert not facts.scaler_saved_beside(second, ["scaler"])
-    assert facts.scaler_created_at("scaler", second.ctx) < second.order
-    assert not facts.scaler_may_be_none("scaler", second.ctx)
+    assert facts.checkpoints.checkpointed_scalers(first.ctx) == ["scaler"]
+    assert facts.checkpoints.scaler_may_be_none("scaler", first.ctx)
+    assert facts.checkpoints.checkpointed_scalers(second.ctx) == ["scaler"]
+    assert not facts.checkpoints.holds_scaler_state(facts.checkpoints.saved_checkpoint(second), ["scaler"])
+    assert not facts.checkpoints.scaler_saved_beside(second, ["scaler"])
+    assert facts.checkpoints.scaler_created_at("scaler", second.ctx) < second.order
+    assert not facts.checkpoints.scaler_may_be_none("scaler", second.ctx)
 
 
 def test_item_kinds():
     facts = _facts()
-    items = facts.saved_checkpoint(facts.checkpoint_saves[1]).items
-    assert [facts.is_model_state(k, v) for k, v, _ in items] == [True, False]
-    assert [facts.is_optimizer_state(k, v) for k, v, _ in items] == [False, True]
-    assert not facts.is_optimizer_state("optimizer", cst.parse_expression("None"))
+    items = facts.checkpoints.saved_checkpoint(facts.checkpoints.checkpoint_saves[1]).items
+    assert [facts.checkpoints.is_model_state(k, v) for k, v, _ in items] == [True, False]
+    assert [facts.checkpoints.is_optimizer_state(k, v) for k, v, _ in items] == [False, True]
+    assert not facts.checkpoints.is_optimizer_state("optimizer", cst.parse_expression("None"))
 
 
 def test_the_resume_side():
     facts = _facts()
-    (restore,) = facts.state_restores
-    assert facts.restores_optimizer(restore)
-    checkpoint, key, node = facts.checkpoint_lookup(restore)
+    (restore,) = facts.checkpoints.state_restores
+    assert facts.checkpoints.restores_optimizer(restore)
+    checkpoint, key, node = facts.checkpoints.checkpoint_lookup(restore)
     assert (checkpoint, key, D.quote_of(node)) == ("state", "optimizer", "'")
-    assert not facts.scaler_restored_beside(restore, ["scaler"])
+    assert not facts.checkpoints.scaler_restored_beside(restore, ["scaler"])
     helper = _facts(TRAINER + "    load_checkpoint(path, model, optimizer, scaler)\n")
     assert helper.scaler_restored_beside(helper.state_restores[0], ["scaler"])
 
@@ -97,15 +97,15 @@ def test_a_scaler_that_may_be_none():
             scaler.scale(model()).backward()
             torch.save({"optimizer": optimizer.state_dict()}, path)
     """))
-    save = facts.checkpoint_saves[0]
-    assert facts.scaler_may_be_none("scaler", save.ctx)
+    save = facts.checkpoints.checkpoint_saves[0]
+    assert facts.checkpoints.scaler_may_be_none("scaler", save.ctx)
 
 
 def test_keys_and_saved_scaler_key():
     assert scaler_key_like("optim_sd") == "scaler_sd" and scaler_key_like("opt") == "scaler"
     assert names_scaler_state("grad_scaler") and names_scaler_state("amp") and not names_scaler_state("optimizer")
     facts = _facts(TRAINER.replace("'optimizer': optimizer.state_dict()}", "'optimizer': optimizer.state_dict(), 'amp_scaler': scaler.state_dict()}"))
-    assert facts.saved_scaler_key("scaler", "optimizer") == "amp_scaler"
+    assert facts.checkpoints.saved_scaler_key("scaler", "optimizer") == "amp_scaler"
 
 
 def test_append_item_keeps_the_dict_layout():

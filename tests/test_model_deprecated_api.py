@@ -38,7 +38,7 @@ def _lines(facts, nodes):
 
 def test_deprecated_api_uses_leave_out_compat_fallbacks():
     facts = FileFacts.from_source(TRAINER)
-    uses = facts.deprecated_api_uses
+    uses = facts.compat.deprecated_api_uses
     assert [(facts.position(ref.node).start.line, qualname) for ref, qualname in uses] == [
         (10, "torch.cuda.amp.GradScaler"),
         (11, "torch.get_autocast_gpu_dtype"),
@@ -59,19 +59,19 @@ def test_torch_amp_location_follows_submodules_and_modules():
 def test_references_through_an_import_include_the_uses_that_are_not_deprecated():
     facts = FileFacts.from_source(TRAINER)
     record = next(r for r in facts.imports if any(name == "amp" for _, name, _ in r.aliases))
-    assert _lines(facts, (ref.node for ref in facts.references_through(record))) == [16, 17]
+    assert _lines(facts, (ref.node for ref in facts.import_uses.references_through(record))) == [16, 17]
 
 
 def test_rewrite_import_repoints_a_whole_from_statement():
     facts = FileFacts.from_source(TRAINER)
-    ref = next(ref for ref, _ in facts.deprecated_api_uses if ref.parts[0] == "GradScaler")
+    ref = next(ref for ref, _ in facts.compat.deprecated_api_uses if ref.parts[0] == "GradScaler")
     key, record = rewrite_group(facts, ref)
     assert key.startswith("importstmt:") and record is not None
     rewrite = rewrite_import(record, "GradScaler", torch_amp_location)
     assert rewrite.blocked is None
     (new,) = rewrite.changes.values()
     assert cst.Module([]).code_for_node(new) == "from torch.amp import autocast, GradScaler"
-    torch_ref = next(ref for ref, _ in facts.deprecated_api_uses if ref.parts[0] == "torch")
+    torch_ref = next(ref for ref, _ in facts.compat.deprecated_api_uses if ref.parts[0] == "torch")
     assert rewrite_group(facts, torch_ref)[1] is None  # spelled through torch: only the call changes
 
 

@@ -11,7 +11,7 @@ def _facts(code: str) -> FileFacts:
 
 
 def _unreported(code: str) -> list[tuple[str, str, bool]]:
-    return [(f.bound, f.qualname, f.rebinding_line is not None) for f in _facts(code).unreported_deprecated_imports]
+    return [(f.bound, f.bindings.qualname, f.rebinding_line is not None) for f in _facts(code).compat.unreported_deprecated_imports]
 
 
 def test_unused_and_rebound_names_are_unreported_used_names_are_not():
@@ -49,8 +49,8 @@ def test_fallback_imports_and_plain_torch_imports_are_left_out():
             from torch.cuda.amp import autocast
         """
     facts = _facts(code)
-    assert facts.unreported_deprecated_imports == []
-    assert facts.deprecated_api_uses == []
+    assert facts.compat.unreported_deprecated_imports == []
+    assert facts.compat.deprecated_api_uses == []
 
 
 def test_version_gate_arm_is_the_main_path():
@@ -75,7 +75,7 @@ def test_annotations_are_references_in_the_defining_scope():
                 return s
         """
     facts = _facts(code)
-    uses = [(".".join(ref.parts), q, facts.in_annotation(ref.node)) for ref, q in facts.deprecated_api_uses]
+    uses = [(".".join(ref.parts), q, facts.compat.in_annotation(ref.node)) for ref, q in facts.compat.deprecated_api_uses]
     assert uses == [
         ("torch.cuda.amp.GradScaler", "torch.cuda.amp.GradScaler", True),
         ("torch.cuda.amp.grad_scaler.GradScaler", "torch.cuda.amp.GradScaler", True),

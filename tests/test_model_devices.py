@@ -45,23 +45,23 @@ def test_cuda_proven_by_tests():
 
 def test_checks_and_their_evidence():
     facts = _facts()
-    checks = facts.autocast_state_checks
+    checks = facts.devices.autocast_state_checks
     assert [bool(site.node.args) for site in checks] == [False, False, False, True, False]
-    assert [facts.runs_on_cuda_evidently(site) for site in checks] == [True, False, False, False, False]
-    assert [facts.device_check_fallback(site) for site in checks] == [False, False, False, False, True]
+    assert [facts.devices.runs_on_cuda_evidently(site) for site in checks] == [True, False, False, False, False]
+    assert [facts.devices.device_check_fallback(site) for site in checks] == [False, False, False, False, True]
 
 
 def test_device_type_at_hand():
     facts = _facts()
-    first, _, region, _, fallback = facts.autocast_state_checks
-    assert facts.device_type_at_hand(first.ctx.scope) == ("parameter", None)
-    how, node = facts.device_type_at_hand(region.ctx.scope)
+    first, _, region, _, fallback = facts.devices.autocast_state_checks
+    assert facts.devices.device_type_at_hand(first.ctx.scope) == ("parameter", None)
+    how, node = facts.devices.device_type_at_hand(region.ctx.scope)
     assert how == "autocast" and facts.code(node) == "x.device.type"
-    assert facts.device_type_at_hand(fallback.ctx.scope) is None
+    assert facts.devices.device_type_at_hand(fallback.ctx.scope) is None
 
 
 def test_torchscript():
     facts = _facts()
-    assert facts.uses_torchscript
-    assert [f.node.name.value for f in facts.functions if facts.is_scripted(f)] == ["scripted"]
-    assert not _facts("import torch\ntorch.is_autocast_enabled()\n").uses_torchscript
+    assert facts.torchscript.uses_torchscript
+    assert [f.node.name.value for f in facts.functions if facts.torchscript.is_scripted(f)] == ["scripted"]
+    assert not _facts("import torch\ntorch.is_autocast_enabled()\n").torchscript.uses_torchscript

@@ -8,7 +8,7 @@ from amplint.amp import FileFacts
 
 def _regions(code: str):
     facts = FileFacts.from_source(dedent(code))
-    return [r for rs in facts.autocast_regions.values() for r in rs]
+    return [r for rs in facts.autocast.autocast_regions.values() for r in rs]
 
 
 def _dtypes(code: str):

@@ -39,27 +39,27 @@ def test_top_statement_through_if_blocks_only():
     f = facts(STEP)
     with_node = next(iter(f.with_contexts))
     body = with_node.body
-    step = next(e for e in f.events if e.kind is K.SCALER_STEP)
-    assert f.top_statement_through_ifs(step.ctx.stmt, body) is body.body[2]
+    step = next(e for e in f.timeline.events if e.kind is K.SCALER_STEP)
+    assert f.tree.top_statement_through_ifs(step.ctx.stmt, body) is body.body[2]
     nested = next(a for a in f.assignments if a.targets == ("p.grad",))
-    assert f.top_statement_through_ifs(nested.ctx.stmt, body) is None  # inside a ``for``
+    assert f.tree.top_statement_through_ifs(nested.ctx.stmt, body) is None  # inside a ``for``
 
 
 def test_in_one_block():
     f = facts(STEP)
-    clip, step = (e for e in f.events if e.kind in (K.CLIP, K.SCALER_STEP))
-    backward = next(e for e in f.events if e.kind is K.SCALE_BACKWARD)
-    assert f.in_one_block([clip.ctx.stmt, step.ctx.stmt, None])
-    assert not f.in_one_block([backward.ctx.stmt, step.ctx.stmt])
+    clip, step = (e for e in f.timeline.events if e.kind in (K.CLIP, K.SCALER_STEP))
+    backward = next(e for e in f.timeline.events if e.kind is K.SCALE_BACKWARD)
+    assert f.tree.in_one_block([clip.ctx.stmt, step.ctx.stmt, None])
+    assert not f.tree.in_one_block([backward.ctx.stmt, step.ctx.stmt])
 
 
 def test_calls_between_and_by_scope():
     f = facts(STEP)
-    backward = next(e for e in f.events if e.kind is K.SCALE_BACKWARD)
-    step = next(e for e in f.events if e.kind is K.SCALER_STEP)
-    between = [site.func_text for site in f.calls_between(backward.ctx.scope, backward.order, step.order)]
+    backward = next(e for e in f.timeline.events if e.kind is K.SCALE_BACKWARD)
+    step = next(e for e in f.timeline.events if e.kind is K.SCALER_STEP)
+    between = [site.func_text for site in f.callgraph.calls_between(backward.ctx.scope, backward.order, step.order)]
     assert between == ["scaler.scale", "torch.nn.utils.clip_grad_norm_", "model.parameters"]
-    assert f.calls_by_scope[backward.ctx.scope][0].func_text == "enumerate"
+    assert f.callgraph.calls_by_scope[backward.ctx.scope][0].func_text == "enumerate"
 
 
 def test_a_call_inside_an_event_call():
@@ -67,9 +67,9 @@ def test_a_call_inside_an_event_call():
     parameters = next(s for s in f.calls if s.func_text == "model.parameters")
     scale = next(s for s in f.calls if s.func_text == "scaler.scale")
     item = next(s for s in f.calls if s.func_text == "loss.item")
-    assert f.inside_event_call(parameters, (K.CLIP,))
-    assert f.inside_event_call(scale, (K.SCALE_BACKWARD,))
-    assert not f.inside_event_call(item, (K.CLIP, K.SCALE_BACKWARD))
+    assert f.timeline.inside_event_call(parameters, (K.CLIP,))
+    assert f.timeline.inside_event_call(scale, (K.SCALE_BACKWARD,))
+    assert not f.timeline.inside_event_call(item, (K.CLIP, K.SCALE_BACKWARD))
 
 
 def test_argument_references_leave_the_callee_out():
@@ -78,8 +78,8 @@ def test_argument_references_leave_the_callee_out():
     for epoch in range(3):
         scaler = torch.amp.GradScaler("cuda", init_scale=2.0 ** epoch, growth_interval=cfg.interval)
     """)
-    site = f.scaler_construction_sites[0]
-    assert sorted(".".join(r.parts) for r in f.argument_references(site)) == ["cfg.interval", "epoch"]
+    site = f.scaling.scaler_construction_sites[0]
+    assert sorted(".".join(r.parts) for r in f.callgraph.argument_references(site)) == ["cfg.interval", "epoch"]
 
 
 def test_runs_and_their_training_loops():
@@ -100,14 +100,14 @@ def test_runs_and_their_training_loops():
             model(loader).backward()
             opt.step()
     """)
-    site = f.scaler_construction_sites[0]
-    loops = f.training_loops_within_run(site.ctx)
+    site = f.scaling.scaler_construction_sites[0]
+    loops = f.training.training_loops_within_run(site.ctx)
     assert [f.code(loop.node.target) for loop in loops] == ["epoch", "x"]
     fold_loop, epoch_loop = site.ctx.loops[0], site.ctx.loops[1]
-    assert f.is_run_loop(fold_loop) and not f.is_run_loop(epoch_loop)
+    assert f.training.is_run_loop(fold_loop) and not f.training.is_run_loop(epoch_loop)
     sweep = next(fn.scope for fn in f.functions if fn.node.name.value == "sweep")
     fit = next(fn.scope for fn in f.functions if fn.node.name.value == "fit")
-    assert f.builds_own_optimizer(sweep) and not f.builds_own_optimizer(fit)
+    assert f.training.builds_own_optimizer(sweep) and not f.training.builds_own_optimizer(fit)
 
 
 def test_syntax_helpers():

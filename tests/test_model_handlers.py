@@ -9,7 +9,7 @@ from amplint.semantic.handlers import leaves_block
 def _clip_handlers(code: str):
     facts = FileFacts.from_source(dedent(code))
     site = next(s for s in facts.calls if s.func_text == "clip")
-    return facts.handlers_catching_runtime_error(site.ctx)
+    return facts.handlers.handlers_catching_runtime_error(site.ctx)
 
 
 def test_runtime_error_exception_bare_and_tuples_catch():

@@ -36,15 +36,15 @@ class Other:
 def test_self_attribute_belongs_to_the_class_whose_methods_assign_it():
     facts = facts_of(CLASSES)
     child_step, other_step = scope_named(facts, "step", 0), scope_named(facts, "step", 1)
-    assert facts.variable("self.scaler", child_step).owner is scope_named(facts, "Base")
-    assert facts.variable("self.scaler", other_step).owner is scope_named(facts, "Other")
-    assert facts.variable("self.scaler", child_step) != facts.variable("self.scaler", other_step)
+    assert facts.identity.variable("self.scaler", child_step).owner is scope_named(facts, "Base")
+    assert facts.identity.variable("self.scaler", other_step).owner is scope_named(facts, "Other")
+    assert facts.identity.variable("self.scaler", child_step) != facts.identity.variable("self.scaler", other_step)
 
 
 def test_a_disabled_scaler_in_one_class_does_not_silence_another_class():
     facts = facts_of(CLASSES)
-    assert facts.scaler_provably_disabled("self.scaler", scope_named(facts, "step", 1)) is True
-    assert facts.scaler_provably_disabled("self.scaler", scope_named(facts, "step", 0)) is False
+    assert facts.scaling.scaler_provably_disabled("self.scaler", scope_named(facts, "step", 1)) is True
+    assert facts.scaling.scaler_provably_disabled("self.scaler", scope_named(facts, "step", 0)) is False
 
 
 def test_module_scaler_is_the_same_variable_in_functions_and_closures():
@@ -63,9 +63,9 @@ def test_module_scaler_is_the_same_variable_in_functions_and_closures():
             return scaler
     """)
     train, log, evaluate = (scope_named(facts, n) for n in ("train", "log", "evaluate"))
-    assert facts.variable("scaler", train) == facts.variable("scaler", log) == facts.variable("scaler", facts.module_scope)
-    assert facts.variable("scaler", evaluate) != facts.variable("scaler", train)
-    assert facts.scaler_provably_disabled("scaler", train) is True
+    assert facts.identity.variable("scaler", train) == facts.identity.variable("scaler", log) == facts.identity.variable("scaler", facts.identity.module_scope)
+    assert facts.identity.variable("scaler", evaluate) != facts.identity.variable("scaler", train)
+    assert facts.scaling.scaler_provably_disabled("scaler", train) is True
 
 
 def test_same_name_built_in_two_functions_is_two_scalers():
@@ -83,10 +83,10 @@ def test_same_name_built_in_two_functions_is_two_scalers():
         def run_step(scaler, loss):
             scaler.scale(loss).backward()
     """)
-    assert facts.scaler_provably_disabled("scaler", scope_named(facts, "finetune")) is True
-    assert facts.scaler_provably_disabled("scaler", scope_named(facts, "pretrain")) is False
+    assert facts.scaling.scaler_provably_disabled("scaler", scope_named(facts, "finetune")) is True
+    assert facts.scaling.scaler_provably_disabled("scaler", scope_named(facts, "pretrain")) is False
     # a parameter: the file's builds of that name decide together, and one is enabled
-    assert facts.scaler_provably_disabled("scaler", scope_named(facts, "run_step")) is False
+    assert facts.scaling.scaler_provably_disabled("scaler", scope_named(facts, "run_step")) is False
 
 
 def test_self_outside_a_method_names_no_variable():
@@ -94,7 +94,7 @@ def test_self_outside_a_method_names_no_variable():
         def helper(self):
             return self.scaler
     """)
-    assert facts.variable("self.scaler", scope_named(facts, "helper")) is None
+    assert facts.identity.variable("self.scaler", scope_named(facts, "helper")) is None
 
 
 def test_optimizer_parameters_follow_the_variable_seen_from_a_scope():
@@ -112,9 +112,9 @@ def test_optimizer_parameters_follow_the_variable_seen_from_a_scope():
         def step(opt_g):
             opt_g.step()
     """)
-    assert facts.optimizer_parameter_owners("opt_g", scope_named(facts, "train_gan")) == {"gen"}
-    assert facts.optimizer_parameter_owners("opt_g", scope_named(facts, "train_distilled")) == {"student"}
-    assert facts.optimizer_parameter_owners("opt_g", scope_named(facts, "step")) == {"gen", "student"}
+    assert facts.optim.optimizer_parameter_owners("opt_g", scope_named(facts, "train_gan")) == {"gen"}
+    assert facts.optim.optimizer_parameter_owners("opt_g", scope_named(facts, "train_distilled")) == {"student"}
+    assert facts.optim.optimizer_parameter_owners("opt_g", scope_named(facts, "step")) == {"gen", "student"}
 
 
 def test_rules_tell_two_classes_scalers_apart():
@@ -170,6 +170,6 @@ def test_a_global_declaration_binds_the_module_variable():
             scaler.scale(loss).backward()
     """)
     setup, train = scope_named(facts, "setup"), scope_named(facts, "train")
-    assert facts.variable("scaler", setup) == facts.variable("scaler", train)
+    assert facts.identity.variable("scaler", setup) == facts.identity.variable("scaler", train)
     assert "scaler" not in setup.bindings
-    assert facts.scaler_provably_disabled("scaler", train) is True
+    assert facts.scaling.scaler_provably_disabled("scaler", train) is True

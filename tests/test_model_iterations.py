@@ -14,7 +14,7 @@ def facts(code: str) -> FileFacts:
 
 
 def events(f: FileFacts, kind: EventKind):
-    return [e for e in f.events if e.kind is kind]
+    return [e for e in f.timeline.events if e.kind is kind]
 
 
 GAN = """
@@ -40,36 +40,36 @@ def train(loader, d, g, opt_d, opt_g, opt_e, encoder):
 def test_iteration_is_one_pass_of_the_batch_loop():
     f = facts(GAN)
     first_step = events(f, K.SCALER_STEP)[0]
-    iteration = f.iteration_of(first_step)
+    iteration = f.iterations.iteration_of(first_step)
     assert iteration is not None and iteration.loop is not None
     assert f.code(iteration.loop.node.target) == "x"  # not the epoch loop
     assert [e.kind for e in iteration.events] == [
         K.SCALE_BACKWARD, K.CLIP, K.SCALER_STEP, K.SCALER_STEP, K.UPDATE, K.SCALE_BACKWARD, K.SCALER_STEP, K.UPDATE,
     ]
     assert len(iteration.of(K.UPDATE)) == 2
-    assert all(f.same_iteration(first_step, e) for e in iteration.events)
+    assert all(f.iterations.same_iteration(first_step, e) for e in iteration.events)
 
 
 def test_optimizers_a_scaler_steps_until_its_update():
     f = facts(GAN)
     clip = events(f, K.CLIP)[0]
-    step = f.next_scaler_step_in_function(clip)
+    step = f.iterations.next_scaler_step_in_function(clip)
     assert step is not None and step.optimizer == "opt_d"
-    assert f.stepped_optimizers(step) == ["opt_d", "opt_g"]
-    assert f.optimizers_owning(f.clip_parameter_owner(clip.call), ["opt_d", "opt_g"]) == ["opt_g"]
-    assert f.optimizers_owning(None, ["opt_d"]) == []
+    assert f.iterations.stepped_optimizers(step) == ["opt_d", "opt_g"]
+    assert f.iterations.optimizers_owning(f.optim.clip_parameter_owner(clip.call), ["opt_d", "opt_g"]) == ["opt_g"]
+    assert f.iterations.optimizers_owning(None, ["opt_d"]) == []
 
 
 def test_cycles_and_updates_after_the_steps():
     f = facts(GAN)
     steps = events(f, K.SCALER_STEP)
     first_update, second_update = events(f, K.UPDATE)
-    assert f.steps_beside(first_update) == steps
-    assert f.backward_between(first_update, steps[2])  # G's backward starts a new cycle
-    assert not f.backward_between(steps[0], steps[1])
-    assert f.update_on_every_path_after(steps[1]) and f.update_on_every_path_after(steps[2])
-    assert f.events_of(None, K.UPDATE, "scaler") == [first_update, second_update]
-    assert f.events_of(steps[0].ctx.scope, K.UPDATE, "other") == []
+    assert f.iterations.steps_beside(first_update) == steps
+    assert f.iterations.backward_between(first_update, steps[2])  # G's backward starts a new cycle
+    assert not f.iterations.backward_between(steps[0], steps[1])
+    assert f.iterations.update_on_every_path_after(steps[1]) and f.iterations.update_on_every_path_after(steps[2])
+    assert f.iterations.events_of(None, K.UPDATE, "scaler") == [first_update, second_update]
+    assert f.iterations.events_of(steps[0].ctx.scope, K.UPDATE, "other") == []
 
 
 def test_no_iteration_outside_a_backward_loop_or_step_function():
@@ -77,7 +77,7 @@ def test_no_iteration_outside_a_backward_loop_or_step_function():
     def optimizer_step(self, optimizer):
         self.scaler.step(optimizer)
     """)
-    assert f.iteration_of(events(f, K.SCALER_STEP)[0]) is None
+    assert f.iterations.iteration_of(events(f, K.SCALER_STEP)[0]) is None
 
 
 def test_update_may_follow_through_helpers_and_callers():
@@ -99,10 +99,10 @@ def test_update_may_follow_through_helpers_and_callers():
         scaler.step(opt)
     """)
     step, lonely = events(f, K.SCALER_STEP)
-    assert f.update_may_follow(step, f.iteration_of(step))  # the caller updates through ``finish``
-    iteration = f.iteration_of(lonely)
+    assert f.iterations.update_may_follow(step, f.iterations.iteration_of(step))  # the caller updates through ``finish``
+    iteration = f.iterations.iteration_of(lonely)
     assert iteration is not None and iteration.loop is None
-    assert f.update_may_follow(lonely, iteration)  # nobody calls it and its name is not per-step
+    assert f.iterations.update_may_follow(lonely, iteration)  # nobody calls it and its name is not per-step
 
 
 def test_may_unscale_between_through_a_same_file_helper():
@@ -119,9 +119,9 @@ def test_may_unscale_between_through_a_same_file_helper():
     """)
     backward = events(f, K.SCALE_BACKWARD)[0]
     step = events(f, K.SCALER_STEP)[0]
-    assert f.may_unscale_between(backward.ctx, step.ctx)
-    assert f.may_unscale_between(None, step.ctx)
-    assert not f.may_unscale_between(step.ctx, step.ctx)
+    assert f.iterations.may_unscale_between(backward.ctx, step.ctx)
+    assert f.iterations.may_unscale_between(None, step.ctx)
+    assert not f.iterations.may_unscale_between(step.ctx, step.ctx)
 
 
 def test_an_update_on_one_branch_only_is_not_on_every_path():
@@ -137,4 +137,4 @@ def test_an_update_on_one_branch_only_is_not_on_every_path():
                 scaler.update()
     """)
     step = events(f, K.SCALER_STEP)[0]
-    assert not f.update_on_every_path_after(step)
+    assert not f.iterations.update_on_every_path_after(step)

@@ -12,10 +12,10 @@ def facts(code: str) -> FileFacts:
 
 
 def test_loss_scaled_by_a_framework_or_a_scaler_handed_in():
-    assert facts("from accelerate import Accelerator\n").loss_scaled_elsewhere
-    assert facts("def train(model_engine, loss):\n    model_engine.backward(loss)\n").loss_scaled_elsewhere
-    assert facts("def train(loss, loss_scaler):\n    loss_scaler(loss)\n").loss_scaled_elsewhere
-    assert not facts("def train(loss, opt):\n    loss.backward()\n    opt.step()\n").loss_scaled_elsewhere
+    assert facts("from accelerate import Accelerator\n").loss_scaling.loss_scaled_elsewhere
+    assert facts("def train(model_engine, loss):\n    model_engine.backward(loss)\n").loss_scaling.loss_scaled_elsewhere
+    assert facts("def train(loss, loss_scaler):\n    loss_scaler(loss)\n").loss_scaling.loss_scaled_elsewhere
+    assert not facts("def train(loss, opt):\n    loss.backward()\n    opt.step()\n").loss_scaling.loss_scaled_elsewhere
 
 
 def test_loss_computed_under_an_autocast_block():
@@ -33,6 +33,6 @@ def test_loss_computed_under_an_autocast_block():
             opt.step()
     """)
     withs = list(f.with_contexts)
-    first, second = (e for e in f.events if e.kind is EventKind.BACKWARD)
-    assert f.loss_computed_under(first, withs)  # through ``out``, assigned inside the block
-    assert not f.loss_computed_under(second, withs)
+    first, second = (e for e in f.timeline.events if e.kind is EventKind.BACKWARD)
+    assert f.loss_scaling.loss_computed_under(first, withs)  # through ``out``, assigned inside the block
+    assert not f.loss_scaling.loss_computed_under(second, withs)

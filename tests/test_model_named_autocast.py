@@ -18,7 +18,7 @@ def train_one_epoch(model, loader, amp_autocast=suppress):
 
 def _named(code: str) -> list[bool]:
     facts = FileFacts.from_source(dedent(code))
-    return [r.may_be_autocast for rs in facts.autocast_regions.values() for r in rs if not r.resolved]
+    return [r.may_be_autocast for rs in facts.autocast.autocast_regions.values() for r in rs if not r.resolved]
 
 
 def test_a_parameter_counts_only_where_an_autocast_is_passed():

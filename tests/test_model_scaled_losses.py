@@ -12,7 +12,7 @@ def _facts(code: str) -> FileFacts:
 
 
 def _of(facts: FileFacts, kind: EventKind):
-    return [e for e in facts.events if e.kind is kind]
+    return [e for e in facts.timeline.events if e.kind is kind]
 
 
 def test_discarded_scale_and_the_backward_right_after_it():
@@ -27,9 +27,9 @@ def test_discarded_scale_and_the_backward_right_after_it():
     """)
     (scale,) = _of(facts, EventKind.SCALE)
     (backward,) = _of(facts, EventKind.BACKWARD)
-    assert facts.backward_after_discarded_scale(scale) is backward
-    assert facts.discarded_scale_before(backward)
-    assert facts.tensor_text(scale.call.args[0].value) == "loss"
+    assert facts.scaling.backward_after_discarded_scale(scale) is backward
+    assert facts.scaling.discarded_scale_before(backward)
+    assert facts.scaling.tensor_text(scale.call.args[0].value) == "loss"
 
 
 def test_discarded_scale_apart_from_its_backward():
@@ -42,8 +42,8 @@ def test_discarded_scale_apart_from_its_backward():
     """)
     (scale,) = _of(facts, EventKind.SCALE)
     (backward,) = _of(facts, EventKind.BACKWARD)
-    assert facts.backward_after_discarded_scale(scale) is None
-    assert facts.discarded_scale_before(backward)
+    assert facts.scaling.backward_after_discarded_scale(scale) is None
+    assert facts.scaling.discarded_scale_before(backward)
 
 
 def test_next_scaler_step_stops_where_gradients_are_cleared():
@@ -59,5 +59,5 @@ def test_next_scaler_step_stops_where_gradients_are_cleared():
     """)
     first, second = _of(facts, EventKind.BACKWARD)
     steps = _of(facts, EventKind.SCALER_STEP)
-    assert facts.next_scaler_step(first) is steps[0]
-    assert facts.next_scaler_step(second) is None
+    assert facts.scaling.next_scaler_step(first) is steps[0]
+    assert facts.scaling.next_scaler_step(second) is None

@@ -31,6 +31,6 @@ LOOP = dedent("""\
 
 def test_scaler_in_use_around_sees_the_step_after_and_the_caller():
     facts = FileFacts.from_source(LOOP)
-    clips = facts.calls_to({"torch.nn.utils.clip_grad_norm_"})
-    found = {facts.position(site.node).start.line: facts.scaler_in_use_around(site) for site in clips}
+    clips = facts.call_index.calls_to({"torch.nn.utils.clip_grad_norm_"})
+    found = {facts.position(site.node).start.line: facts.scaler_presence.scaler_in_use_around(site) for site in clips}
     assert found == {4: "scaler", 10: "scaler", 19: None}

@@ -12,7 +12,7 @@ def _facts(code: str) -> FileFacts:
 
 
 def _unscales(facts: FileFacts):
-    return [e for e in facts.events if e.kind is EventKind.UNSCALE]
+    return [e for e in facts.timeline.events if e.kind is EventKind.UNSCALE]
 
 
 LOOP = """\
@@ -32,13 +32,13 @@ LOOP = """\
 def test_still_in_force_until_update():
     facts = _facts(LOOP)
     first, second, after_update = _unscales(facts)
-    assert facts.still_in_force(first, EventKind.UNSCALE) is None
-    assert facts.still_in_force(second, EventKind.UNSCALE) is first
+    assert facts.scaling.still_in_force(first, EventKind.UNSCALE) is None
+    assert facts.scaling.still_in_force(second, EventKind.UNSCALE) is first
     # the update between resets the state, and a step before it is no longer in force either
-    assert facts.still_in_force(after_update, EventKind.UNSCALE) is None
-    assert facts.still_in_force(after_update, EventKind.SCALER_STEP) is None
-    assert facts.updated_between(first, after_update)
-    assert not facts.updated_between(first, second)
+    assert facts.scaling.still_in_force(after_update, EventKind.UNSCALE) is None
+    assert facts.scaling.still_in_force(after_update, EventKind.SCALER_STEP) is None
+    assert facts.scaling.updated_between(first, after_update)
+    assert not facts.scaling.updated_between(first, second)
 
 
 def test_exclusive_branches_and_optimizer_loops_do_not_count():
@@ -54,10 +54,10 @@ def test_exclusive_branches_and_optimizer_loops_do_not_count():
             scaler.unscale_(opt)
     """)
     norm, value, each, again = _unscales(facts)
-    assert facts.still_in_force(value, EventKind.UNSCALE) is None
-    assert facts.optimizer_rebound_per_pass(each, again)
-    assert facts.still_in_force(again, EventKind.UNSCALE) is None
-    assert [u for u in facts.scaler_updates_on_path(norm)] == []
+    assert facts.scaling.still_in_force(value, EventKind.UNSCALE) is None
+    assert facts.scaling.optimizer_rebound_per_pass(each, again)
+    assert facts.scaling.still_in_force(again, EventKind.UNSCALE) is None
+    assert [u for u in facts.scaling.scaler_updates_on_path(norm)] == []
 
 
 def test_disabled_scaler():
@@ -66,7 +66,7 @@ def test_disabled_scaler():
         scaler = torch.amp.GradScaler("cuda", enabled=False)
         amp_scaler = torch.amp.GradScaler("cuda", enabled=use_amp)
     """)
-    assert facts.is_disabled_scaler("scaler")
-    assert not facts.is_disabled_scaler("amp_scaler")
-    assert not facts.is_disabled_scaler("unknown")
-    assert not facts.is_disabled_scaler(None)
+    assert facts.scaling.is_disabled_scaler("scaler")
+    assert not facts.scaling.is_disabled_scaler("amp_scaler")
+    assert not facts.scaling.is_disabled_scaler("unknown")
+    assert not facts.scaling.is_disabled_scaler(None)

@@ -23,12 +23,12 @@ def test_next_statement_and_assigned_name():
             prepare()
     """)
     load = _site(facts, "AutoModel.from_pretrained")
-    assert facts.next_statement(load.ctx.stmt) is _site(facts, "Trainer").ctx.stmt
-    assert facts.assigned_name(load) == "model"
+    assert facts.statements.next_statement(load.ctx.stmt) is _site(facts, "Trainer").ctx.stmt
+    assert facts.statements.assigned_name(load) == "model"
     # two statements on one line have no single successor; the last one of a block has none
-    assert facts.next_statement(_site(facts, "Trainer").ctx.stmt) is None
-    assert facts.next_statement(_site(facts, "prepare").ctx.stmt) is None
-    assert facts.assigned_name(_site(facts, "prepare")) is None
+    assert facts.statements.next_statement(_site(facts, "Trainer").ctx.stmt) is None
+    assert facts.statements.next_statement(_site(facts, "prepare").ctx.stmt) is None
+    assert facts.statements.assigned_name(_site(facts, "prepare")) is None
 
 
 def test_same_variable_across_scopes():
@@ -53,10 +53,10 @@ def test_same_variable_across_scopes():
     module_level = _site(facts, "torch.optim.SGD").ctx
     calls = [s for s in facts.calls if s.func_text == "model"]
     in_train, in_evaluate = calls
-    assert facts.same_variable("model", in_train.ctx, module_level)
-    assert not facts.same_variable("model", in_evaluate.ctx, module_level)  # a parameter of its own
-    assert not facts.same_variable("model", in_train.ctx, in_evaluate.ctx)
+    assert facts.identity.same_variable("model", in_train.ctx, module_level)
+    assert not facts.identity.same_variable("model", in_evaluate.ctx, module_level)  # a parameter of its own
+    assert not facts.identity.same_variable("model", in_train.ctx, in_evaluate.ctx)
     setup = [s for s in facts.calls if s.func_text == "Net"][-1].ctx
     step = _site(facts, "self.net").ctx
-    assert facts.same_variable("self.net", step, setup)
-    assert not facts.same_variable("self.net", step, module_level)
+    assert facts.identity.same_variable("self.net", step, setup)
+    assert not facts.identity.same_variable("self.net", step, module_level)

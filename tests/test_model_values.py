@@ -54,24 +54,24 @@ def test_value_calls_are_the_call_alternatives():
 def test_sole_assignments_need_every_binding_to_be_an_assignment():
     facts = FileFacts.from_source(AMP_CONTEXT)
     main = next(s for s in facts.scopes if s.name == "main")
-    device = facts.sole_assignments("device", main)
+    device = facts.values.sole_assignments("device", main)
     assert [facts.position(a.node).start.line for a in device] == [11, 12]
-    assert facts.sole_assignments("epoch", main) == []  # a loop variable: its values are not known
-    assert facts.sole_assignments("args", main) == []  # a parameter
-    leaves = facts.assigned_alternatives("device", main, booleans=False)
+    assert facts.values.sole_assignments("epoch", main) == []  # a loop variable: its values are not known
+    assert facts.values.sole_assignments("args", main) == []  # a parameter
+    leaves = facts.values.assigned_alternatives("device", main, booleans=False)
     assert _code(leaf for _, leaf in leaves) == ['"cuda:0"', '"cpu"', "torch.device(device)"]
 
 
 def test_instance_calls_reach_objects_built_from_a_class():
     facts = FileFacts.from_source(AMP_CONTEXT)
     bce = frozenset({"torch.nn.BCELoss"})
-    assert facts.names_built_by(bce) == {"criterion"}
-    assert _code(site.node for site in facts.instance_calls(bce)) == [
+    assert facts.values.names_built_by(bce) == {"criterion"}
+    assert _code(site.node for site in facts.values.instance_calls(bce)) == [
         "criterion(torch.sigmoid(logits), labels)", "nn.BCELoss()(p, y)",
     ]
 
 
 def test_calls_to_keeps_source_order_across_names():
     facts = FileFacts.from_source(AMP_CONTEXT)
-    sites = facts.calls_to({"torch.nn.MSELoss", "torch.nn.BCELoss"})
+    sites = facts.call_index.calls_to({"torch.nn.MSELoss", "torch.nn.BCELoss"})
     assert _code(site.node for site in sites) == ["nn.BCELoss()", "nn.BCELoss()", "nn.MSELoss()"]

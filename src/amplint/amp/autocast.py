@@ -117,15 +117,18 @@ def indexed_fstring_device_type(node: cst.FormattedString) -> str | None:
 
 
 class AutocastFacts:
-    """Mixed into :class:`~amplint.amp.facts.FileFacts`."""
+    """The ``facts.autocast`` service of :class:`~amplint.amp.facts.FileFacts`."""
 
-    def _autocast_from_call(self, call: cst.Call, scope: Scope, depth: int = 0) -> AutocastRegion | None:
+    def __init__(self, facts: "FileFacts") -> None:
+        self.facts = facts
+
+    def autocast_from_call(self, call: cst.Call, scope: Scope, depth: int = 0) -> AutocastRegion | None:
         """The autocast region a context-manager expression creates, if it is one."""
-        qualname = self.qualname(call.func, scope)
+        qualname = self.facts.bindings.qualname(call.func, scope)
         if qualname in API.AUTOCAST:
             return self._region_for_autocast_call(call, call, qualname, scope=scope)
         if qualname in API.PARTIAL and call.args:
-            inner = self.qualname(call.args[0].value, scope)
+            inner = self.facts.bindings.qualname(call.args[0].value, scope)
             if inner in API.AUTOCAST:
                 return self._region_for_autocast_call(call, call, inner, partial=True, scope=scope)
         if depth > 2:
@@ -133,19 +136,19 @@ class AutocastFacts:
         # A factory stored in a variable: ``amp_autocast = partial(torch.autocast, ...)``.
         text = S.dotted(call.func)
         if text is not None:
-            for assignment in self.assignments_to(text, scope):
+            for assignment in self.facts.assignments_to(text, scope):
                 for value_call in value_calls(assignment.value):
-                    region = self._autocast_from_call(value_call, assignment.ctx.scope, depth + 1)
-                    if region is not None and region.call is not None and self.qualname(value_call.func, assignment.ctx.scope) in API.PARTIAL:
+                    region = self.autocast_from_call(value_call, assignment.ctx.scope, depth + 1)
+                    if region is not None and region.call is not None and self.facts.bindings.qualname(value_call.func, assignment.ctx.scope) in API.PARTIAL:
                         return region
             # A plain alias of the class: ``ac = torch.autocast`` then ``with ac("cuda"):``.
             alias = self.autocast_alias(text, scope)
             if alias is not None:
                 return self._region_for_autocast_call(call, call, alias, scope=scope)
         # A helper that returns or yields an autocast: ``with self.maybe_autocast():``.
-        site = self.call_site(call)
+        site = self.facts.call_site(call)
         if site is not None:
-            for function in self.called_functions(site):
+            for function in self.facts.callgraph.called_functions(site):
                 region = self._function_autocast(function, depth + 1)
                 if region is not None:
                     return region
@@ -182,7 +185,7 @@ class AutocastFacts:
             deprecated=deprecated,
             device_node=device_node,
             dtype_node=dtype_node,
-            dtype_choices=self.dtype_choices(dtype_node, scope) if dtype is None and dtype_node is not None and scope is not None else None,
+            dtype_choices=self.facts.dtypes.dtype_choices(dtype_node, scope) if dtype is None and dtype_node is not None and scope is not None else None,
             enabled_node=enabled_node,
         )
 
@@ -194,21 +197,21 @@ class AutocastFacts:
         """
         if text not in self._autocast_alias_targets:
             return None
-        assignments = self.assignments_to(text, scope)
+        assignments = self.facts.assignments_to(text, scope)
         if len(assignments) != 1:
             return None
         value = assignments[0].value
         if value is None or S.dotted(value) is None:
             return None
-        qualname = self.qualname(value, assignments[0].ctx.scope)
+        qualname = self.facts.bindings.qualname(value, assignments[0].ctx.scope)
         return qualname if qualname in API.AUTOCAST else None
 
     @cached_property
     def _autocast_alias_targets(self) -> set[str]:
         out: set[str] = set()
-        for assignment in self.assignments:
+        for assignment in self.facts.assignments:
             value = assignment.value
-            if value is not None and S.dotted(value) is not None and self.qualname(value, assignment.ctx.scope) in API.AUTOCAST:
+            if value is not None and S.dotted(value) is not None and self.facts.bindings.qualname(value, assignment.ctx.scope) in API.AUTOCAST:
                 out.update(assignment.targets)
         return out
 
@@ -217,14 +220,14 @@ class AutocastFacts:
         """Every call that builds an autocast object, wherever it sits (``with``, decorator,
         assignment, return, ``partial(torch.autocast, ...)``, a plain alias of the class)."""
         out: list[AutocastCall] = []
-        for site in self.calls:
+        for site in self.facts.calls:
             call, scope = site.node, site.ctx.scope
             qualname = site.qualname
             if qualname in API.AUTOCAST:
                 out.append(AutocastCall(site, self._region_for_autocast_call(call, call, qualname, scope=scope), qualname))
                 continue
             if qualname in API.PARTIAL and call.args and call.args[0].keyword is None and not call.args[0].star:
-                inner = self.qualname(call.args[0].value, scope)
+                inner = self.facts.bindings.qualname(call.args[0].value, scope)
                 if inner in API.AUTOCAST:
                     region = self._region_for_autocast_call(call, call, inner, partial=True, scope=scope)
                     out.append(AutocastCall(site, region, inner, partial=True))
@@ -242,13 +245,13 @@ class AutocastFacts:
         return API.dtype_from_text(S.dotted(node) or S.string_value(node))
 
     def _function_autocast(self, function: FunctionInfo, depth: int) -> AutocastRegion | None:
-        for value, ctx in self.records.returns:
+        for value, ctx in self.facts.records.returns:
             if ctx.scope is not function.scope:
                 continue
             region = self._expression_autocast(value, ctx.scope, depth)
             if region is not None:
                 return region
-        for ctx in self.records.yields:
+        for ctx in self.facts.records.yields:
             if ctx.scope is function.scope and ctx.withs:
                 for with_node in ctx.withs:
                     for region in self._with_item_regions(with_node, ctx.scope, depth):
@@ -260,7 +263,7 @@ class AutocastFacts:
         dict looked up by key, a name assigned several times) the first autocast among its
         alternatives, holding the others."""
         leaves = alternatives(value, subscripts=True)
-        found = [r for leaf in leaves if isinstance(leaf, cst.Call) and (r := self._autocast_from_call(leaf, scope, depth))]
+        found = [r for leaf in leaves if isinstance(leaf, cst.Call) and (r := self.autocast_from_call(leaf, scope, depth))]
         if found:
             region = found[0]
             region.conditional = region.conditional or len(leaves) > 1
@@ -272,7 +275,7 @@ class AutocastFacts:
         text = S.dotted(value)
         if text is None or depth > 2:
             return None
-        assignments = [a for a in self.assignments_to(text, scope) if a.value is not None and a.value is not value]
+        assignments = [a for a in self.facts.assignments_to(text, scope) if a.value is not None and a.value is not value]
         regions = [self._expression_autocast(a.value, a.ctx.scope, depth + 1) for a in assignments]
         found = [r for r in regions if r is not None]
         if not found:
@@ -289,14 +292,14 @@ class AutocastFacts:
         """``nullcontext()`` / ``suppress()`` / ``None``: a choice that leaves autocast off."""
         if S.is_none(value):
             return True
-        return isinstance(value, cst.Call) and self.qualname(value.func, scope) in API.NULL_CONTEXTS
+        return isinstance(value, cst.Call) and self.facts.bindings.qualname(value.func, scope) in API.NULL_CONTEXTS
 
     def _with_item_regions(self, node: cst.With, scope: Scope, depth: int = 0) -> list[AutocastRegion]:
         regions = []
         for item in node.items:
             region = self._expression_autocast(item.item, scope, depth)
             if region is None:
-                region = self._named_autocast(item.item, scope)
+                region = self.facts.named_autocast.region_of_named(item.item, scope)
             if region is not None:
                 region.node = node
                 regions.append(region)
@@ -306,15 +309,15 @@ class AutocastFacts:
     def autocast_regions(self) -> dict[cst.CSTNode, list[AutocastRegion]]:
         """``with`` statements and decorated functions that run under autocast."""
         out: dict[cst.CSTNode, list[AutocastRegion]] = {}
-        for node, ctx in self.records.withs:
+        for node, ctx in self.facts.records.withs:
             regions = self._with_item_regions(node, ctx.scope)
             if regions:
                 out[node] = regions
-        for function in self.functions:
+        for function in self.facts.functions:
             for decorator in function.node.decorators:
                 expr = decorator.decorator
                 if isinstance(expr, cst.Call):
-                    qualname = self.qualname(expr.func, function.ctx.scope)
+                    qualname = self.facts.bindings.qualname(expr.func, function.ctx.scope)
                     if qualname in API.AUTOCAST:
                         region = self._region_for_autocast_call(expr, expr, qualname, scope=function.ctx.scope)
                         region.node = function.node
@@ -324,7 +327,7 @@ class AutocastFacts:
     def enclosing_autocast(self, ctx: Context, enabled_only: bool = True) -> list[AutocastRegion]:
         """Autocast regions lexically around a node (innermost last)."""
         regions: list[AutocastRegion] = []
-        function = self.function_of(ctx.scope)
+        function = self.facts.callgraph.function_of(ctx.scope)
         if function is not None:
             regions.extend(self.autocast_regions.get(function.node, []))
         for with_node in ctx.withs:
@@ -365,10 +368,10 @@ class AutocastFacts:
             return AutocastReach(region)
         if site.ctx.withs or self.enclosing_autocast(site.ctx, enabled_only=False):
             return None
-        function = self.function_of(site.ctx.scope)
+        function = self.facts.callgraph.function_of(site.ctx.scope)
         if function is None:
             return None
-        for caller in self.callers_of(function):
+        for caller in self.facts.callgraph.callers_of(function):
             if caller.ctx.scope is site.ctx.scope:
                 continue
             region = self.innermost_cuda_autocast(caller.ctx)

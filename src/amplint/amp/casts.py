@@ -71,7 +71,10 @@ class HalfCast:
 
 
 class CastFacts:
-    """Mixed into :class:`~amplint.amp.facts.FileFacts`."""
+    """The ``facts.casts`` service of :class:`~amplint.amp.facts.FileFacts`."""
+
+    def __init__(self, facts: "FileFacts") -> None:
+        self.facts = facts
 
     # -- the casts and what they reach
     def _half_cast(self, site: CallSite) -> HalfCast | None:
@@ -82,7 +85,7 @@ class CastFacts:
         if method in ("half", "bfloat16") and not site.node.args:
             return HalfCast(site, "float16" if method == "half" else "bfloat16", [])
         if method == "type" and len(site.node.args) == 1 and site.node.args[0].keyword is None and not S.has_star_args(site.node):
-            dtype = HALF_TENSOR_TYPES.get(self.qualname(site.node.args[0].value, site.ctx.scope) or "")
+            dtype = HALF_TENSOR_TYPES.get(self.facts.bindings.qualname(site.node.args[0].value, site.ctx.scope) or "")
             return HalfCast(site, dtype, [site.node.args[0]]) if dtype is not None else None
         if method != "to" or S.has_star_args(site.node):
             return None
@@ -103,10 +106,10 @@ class CastFacts:
         """``"float16"``/``"bfloat16"`` for ``torch.half``, or for a variable every assignment of
         which gives a half dtype (``weight_dtype = torch.float16``, then ``torch.bfloat16`` under
         ``if bf16:``; not one that may stay float32). ``"float16"`` when it may be float16."""
-        dtype = HALF_DTYPES.get(self.qualname(expr, scope) or "")
+        dtype = HALF_DTYPES.get(self.facts.bindings.qualname(expr, scope) or "")
         if dtype is not None or not isinstance(expr, cst.Name):
             return dtype
-        dtypes = self.dtype_choices(expr, scope)  # amp/dtypes.py: the values a dtype variable may hold
+        dtypes = self.facts.dtypes.dtype_choices(expr, scope)  # amp/dtypes.py: the values a dtype variable may hold
         if not dtypes or not dtypes <= {"float16", "bfloat16"}:
             return None
         return "float16" if "float16" in dtypes else "bfloat16"
@@ -114,14 +117,14 @@ class CastFacts:
     @cached_property
     def half_casts(self) -> list[HalfCast]:
         """Every ``.half()`` / ``.bfloat16()`` / ``.to(<half dtype>)`` call, in source order."""
-        return [cast for site in self.calls if (cast := self._half_cast(site)) is not None]
+        return [cast for site in self.facts.calls if (cast := self._half_cast(site)) is not None]
 
     @cached_property
     def casts_undone(self) -> set[cst.CSTNode]:
         """Calls cast straight back by ``.float()``: ``model.half().float()`` (yolov5 rounds anchors so)."""
         return {
             s.node.func.value
-            for s in self.calls
+            for s in self.facts.calls
             if isinstance(s.node.func, cst.Attribute) and s.node.func.attr.value == "float"
             and isinstance(s.node.func.value, cst.Call)
         }
@@ -160,13 +163,13 @@ class CastFacts:
     # -- a cast in place inside a function the training loop calls (``validate(model)`` per epoch)
     def cast_back_after(self, key: str, scope: Scope, order: int) -> bool:
         """``key.float()`` / ``key.to(torch.float32)`` runs in ``scope`` after ``order``."""
-        for site in self.calls_by_scope.get(scope, []):
+        for site in self.facts.callgraph.calls_by_scope.get(scope, []):
             if site.ctx.order <= order:
                 continue
             if site.func_text == f"{key}.float":
                 return True
             if site.func_text in (f"{key}.to", f"{key}.type"):
-                if any(self.qualname(arg.value, scope) in FLOAT_DTYPES for arg in site.node.args):
+                if any(self.facts.bindings.qualname(arg.value, scope) in FLOAT_DTYPES for arg in site.node.args):
                     return True
         return False
 
@@ -175,15 +178,15 @@ class CastFacts:
         the model's name there: the cast's receiver is a parameter of a same-file function,
         called inside a training loop with the trained module, and neither side casts it back."""
         receiver = cast.call.func.value  # type: ignore[attr-defined]
-        function = self.function_of(cast.ctx.scope)
+        function = self.facts.callgraph.function_of(cast.ctx.scope)
         param = receiver.value if isinstance(receiver, cst.Name) else None
         if function is None or param is None or param not in function.params or function.scope is not cast.ctx.scope:
             return None
         if self.cast_back_after(param, cast.ctx.scope, cast.ctx.order):
             return None
-        for site in self.callers_of(function):
-            key = S.dotted(self.argument_for(site, function, param))
-            if key is None or not self.training_loops_within_run(site.ctx) or not self.is_trained_module(key, site.ctx):
+        for site in self.facts.callgraph.callers_of(function):
+            key = S.dotted(self.facts.callgraph.argument_for(site, function, param))
+            if key is None or not self.facts.training.training_loops_within_run(site.ctx) or not self.is_trained_module(key, site.ctx):
                 continue
             if not self.cast_back_after(key, site.ctx.scope, site.ctx.order):
                 return site, key
@@ -193,7 +196,7 @@ class CastFacts:
     @cached_property
     def training_event_scopes(self) -> set[Scope]:
         """Scopes that run a backward or an optimizer step themselves."""
-        return {e.ctx.scope for e in self.events if e.kind in TRAINING_KINDS}
+        return {e.ctx.scope for e in self.facts.timeline.events if e.kind in TRAINING_KINDS}
 
     def in_inference_function(self, ctx: Context) -> bool:
         """``ctx`` lies in a function named for evaluation, export or serving (``evaluate``, ``export_onnx``)."""
@@ -206,10 +209,10 @@ class CastFacts:
 
     def _passed_to_training_function(self, key: str, cast: Context) -> bool:
         """After ``cast``, its scope hands ``key`` to a same-file function that trains, with grads on."""
-        for site in self.calls:
-            if site.ctx.scope is not cast.scope or site.ctx.order <= cast.order or self.in_no_grad(site.ctx):
+        for site in self.facts.calls:
+            if site.ctx.scope is not cast.scope or site.ctx.order <= cast.order or self.facts.models.in_no_grad(site.ctx):
                 continue
-            if any(S.dotted(arg.value) == key for arg in site.node.args) and self.calls_into(site, self.training_functions):
+            if any(S.dotted(arg.value) == key for arg in site.node.args) and self.facts.callgraph.calls_into(site, self.facts.training.training_functions):
                 return True
         return False
 
@@ -219,23 +222,23 @@ class CastFacts:
         training function. Copies (``ema``, ``teacher``) and frozen modules are not."""
         if name_words(_last(key)) & COPY_WORDS:
             return False
-        if any(module == key and self.same_variable(key, site.ctx, seen_from) for module, site in self.optimized_modules):
+        if any(module == key and self.facts.identity.same_variable(key, site.ctx, seen_from) for module, site in self.facts.optim.optimized_modules):
             return True
-        if key in self.frozen_modules or key == "self":
+        if key in self.facts.models.frozen_modules or key == "self":
             return False
-        for site in self.module_calls(key):
-            if self.in_no_grad(site.ctx) or not self.same_variable(key, site.ctx, seen_from):
+        for site in self.facts.models.module_calls(key):
+            if self.facts.models.in_no_grad(site.ctx) or not self.facts.identity.same_variable(key, site.ctx, seen_from):
                 continue
-            if site.ctx.scope in self.training_event_scopes or any(loop in self.training_loops for loop in site.ctx.loops):
+            if site.ctx.scope in self.training_event_scopes or any(loop in self.facts.training.training_loops for loop in site.ctx.loops):
                 return True
         return self._passed_to_training_function(key, seen_from)
 
     def training_after(self, ctx: Context) -> bool | None:
         """None when ``ctx``'s scope does not train; else whether training follows ``ctx`` there."""
-        orders = [e.order for e in self.events_by_scope.get(ctx.scope, []) if e.kind in TRAINING_KINDS]
+        orders = [e.order for e in self.facts.timeline.events_by_scope.get(ctx.scope, []) if e.kind in TRAINING_KINDS]
         orders += [
-            site.ctx.order for site in self.calls
-            if site.ctx.scope is ctx.scope and self.calls_into(site, self.training_functions)
+            site.ctx.order for site in self.facts.calls
+            if site.ctx.scope is ctx.scope and self.facts.callgraph.calls_into(site, self.facts.training.training_functions)
         ]
         if not orders:
             return None
@@ -247,19 +250,19 @@ class CastFacts:
         """``TrainingArguments(fp16=True)`` (or a TRL ``...Config(fp16=True)``) is built here."""
         return any(
             HF_TRAINING_ARGS.search(_last(s.func_text)) and S.bool_value(S.keyword_arg_value(s.node, "fp16")) is True
-            for s in self.calls
+            for s in self.facts.calls
         )
 
     @cached_property
     def uses_adapters_or_quantization(self) -> bool:
         """PEFT adapters or a quantized base model (``get_peft_model``, ``BitsAndBytesConfig`` ...)."""
-        return any(_last(s.func_text) in PEFT_OR_QUANT or (s.func_text or "").startswith("PeftModel.") for s in self.calls)
+        return any(_last(s.func_text) in PEFT_OR_QUANT or (s.func_text or "").startswith("PeftModel.") for s in self.facts.calls)
 
     @cached_property
     def half_precision_loads(self) -> list[tuple[CallSite, cst.Arg]]:
         """``from_pretrained(..., torch_dtype=torch.float16)`` calls, not quantized, with the dtype argument."""
         out: list[tuple[CallSite, cst.Arg]] = []
-        for site in self.calls:
+        for site in self.facts.calls:
             if not (site.func_text or "").endswith(".from_pretrained"):
                 continue
             if any(S.keyword_arg(site.node, k) is not None for k in ("load_in_8bit", "load_in_4bit", "quantization_config")):
@@ -267,7 +270,7 @@ class CastFacts:
             dtype_arg = None
             for name in ("torch_dtype", "dtype"):
                 arg = S.keyword_arg(site.node, name)
-                if arg is not None and (self.qualname(arg.value, site.ctx.scope) or "") in ("torch.float16", "torch.half"):
+                if arg is not None and (self.facts.bindings.qualname(arg.value, site.ctx.scope) or "") in ("torch.float16", "torch.half"):
                     dtype_arg = arg
             if dtype_arg is not None:
                 out.append((site, dtype_arg))
@@ -275,8 +278,8 @@ class CastFacts:
 
     def trained_by_trainer(self, key: str, seen_from: Context) -> bool:
         """``Trainer(model=key, ...)`` (any ``...Trainer``) receives the module ``key``."""
-        for site in self.calls:
-            if not (site.func_text or "").endswith("Trainer") or not self.same_variable(key, site.ctx, seen_from):
+        for site in self.facts.calls:
+            if not (site.func_text or "").endswith("Trainer") or not self.facts.identity.same_variable(key, site.ctx, seen_from):
                 continue
             model = S.argument(site.node, 0, "model")
             if model is not None and S.dotted(model) == key:

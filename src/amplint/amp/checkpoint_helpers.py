@@ -71,7 +71,7 @@ def _is_optimizer_value(facts, value: cst.BaseExpression) -> bool:
     if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "state_dict":
         value = value.func.value
     text = S.dotted(value)
-    return text is not None and (facts.is_optimizer(text) or API.is_optimizer_name(text))
+    return text is not None and (facts.optim.is_optimizer(text) or API.is_optimizer_name(text))
 
 
 class CheckpointHelperFacts:
@@ -85,7 +85,7 @@ class CheckpointHelperFacts:
         for site in facts.calls:
             # A call with no scaler in scope cannot leave one out; asked first, because asking
             # for the callee of an imported name reads the project.
-            if not facts.checkpointed_scalers(site.ctx):
+            if not facts.checkpoints.checkpointed_scalers(site.ctx):
                 continue
             callee = self.callee(site)
             if callee is None:
@@ -112,14 +112,14 @@ class CheckpointHelperFacts:
         if callee.module:
             return False
         facts = self.facts
-        if _qualified_name(facts.function_of(site.ctx.scope)) == callee.function.name:
+        if _qualified_name(facts.callgraph.function_of(site.ctx.scope)) == callee.function.name:
             return True
-        for event in (*facts.checkpoint_saves, *facts.state_restores):
-            function = facts.function_of(event.ctx.scope)
+        for event in (*facts.checkpoints.checkpoint_saves, *facts.checkpoints.state_restores):
+            function = facts.callgraph.function_of(event.ctx.scope)
             if _qualified_name(function) != callee.function.name:
                 continue
-            for scaler in facts.checkpointed_scalers(event.ctx):
-                own = scaler in function.params or bool(facts.own_assignments_to(scaler, event.ctx.scope))
+            for scaler in facts.checkpoints.checkpointed_scalers(event.ctx):
+                own = scaler in function.params or bool(facts.scaling.own_assignments_to(scaler, event.ctx.scope))
                 if not own:
                     return True
         return False
@@ -129,8 +129,8 @@ class CheckpointHelperFacts:
         bound = _bound_arguments(site.node, callee)
         if bound is None:
             return None
-        scalers = facts.checkpointed_scalers(site.ctx)
-        if not scalers or any(facts.mentions_scaler(value, scalers) for value in bound.values()):
+        scalers = facts.checkpoints.checkpointed_scalers(site.ctx)
+        if not scalers or any(facts.checkpoints.mentions_scaler(value, scalers) for value in bound.values()):
             return None
         if any(p in DELEGATING_KEYWORDS or S.dotted(v) == "self" for p, v in bound.items()):
             return None  # handed a trainer whose own state_dict may hold the scaler
@@ -159,9 +159,9 @@ class CheckpointHelperFacts:
         ``scaler.load_state_dict(...)``, or a call named like a saver (loader) that is handed the scaler."""
         facts = self.facts
         if side == "save":
-            if any(self._beside(site, e.ctx) and facts.mentions_scaler(e.call, scalers) for e in facts.checkpoint_saves):
+            if any(self._beside(site, e.ctx) and facts.checkpoints.mentions_scaler(e.call, scalers) for e in facts.checkpoints.checkpoint_saves):
                 return True
-        elif any(self._beside(site, e.ctx) and e.receiver in scalers for e in facts.state_restores):
+        elif any(self._beside(site, e.ctx) and e.receiver in scalers for e in facts.checkpoints.state_restores):
             return True
         words = _SAVER_WORDS if side == "save" else LOADER_WORDS
         for other in facts.calls:
@@ -170,7 +170,7 @@ class CheckpointHelperFacts:
             name = (other.func_text or "").rsplit(".", 1)[-1].lower()
             callee = self.callee(other)
             effect = callee is not None and (callee.function.saves_scaler if side == "save" else callee.function.restores_scaler)
-            if (effect or any(word in name for word in words)) and any(facts.mentions_scaler(a.value, scalers) for a in other.node.args):
+            if (effect or any(word in name for word in words)) and any(facts.checkpoints.mentions_scaler(a.value, scalers) for a in other.node.args):
                 return True
         return False
 
@@ -178,8 +178,8 @@ class CheckpointHelperFacts:
         """``ctx`` is in the function of ``site``, or in a method of the same class."""
         if ctx.scope is site.ctx.scope:
             return True
-        own = self.facts.function_of(site.ctx.scope)
-        other = self.facts.function_of(ctx.scope)
+        own = self.facts.callgraph.function_of(site.ctx.scope)
+        other = self.facts.callgraph.function_of(ctx.scope)
         return own is not None and other is not None and own.class_name is not None and own.class_name == other.class_name
 
 

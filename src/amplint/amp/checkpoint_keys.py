@@ -12,16 +12,16 @@ def unwritten_scaler_key(facts, event: Event):
     writes that optimizer's key but none writes ``key``; ``None`` when any save cannot be read whole.
     """
     receiver = event.receiver
-    if receiver is None or not facts.is_scaler(receiver):
+    if receiver is None or not facts.scaling.is_scaler(receiver):
         return None
     read = scaler_key_read(event.call)
     if read is None:
         return None
     checkpoint, key = read
     optimizer_keys = {
-        lookup[1] for other in facts.state_restores
-        if other.ctx.scope is event.ctx.scope and facts.restores_optimizer(other)
-        and (lookup := facts.checkpoint_lookup(other)) is not None and lookup[0] == checkpoint
+        lookup[1] for other in facts.checkpoints.state_restores
+        if other.ctx.scope is event.ctx.scope and facts.checkpoints.restores_optimizer(other)
+        and (lookup := facts.checkpoints.checkpoint_lookup(other)) is not None and lookup[0] == checkpoint
     }
     if not optimizer_keys:
         return None

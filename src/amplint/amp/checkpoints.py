@@ -97,22 +97,16 @@ class Checkpoint:
 
 
 class CheckpointFacts:
-    """Mixed into :class:`~amplint.amp.facts.FileFacts`."""
+    """The ``facts.checkpoints`` service of :class:`~amplint.amp.facts.FileFacts`."""
 
-    @cached_property
-    def project(self):
-        """The :class:`~amplint.project.query.ProjectView` of this file. The engine sets it with
-        what the file's imports reach; facts built on their own see only the file itself."""
-        from amplint.project.query import ProjectView
-        from amplint.project.summarize import summarize_text
-
-        return ProjectView(self, summarize_text(self.module.code))
+    def __init__(self, facts: "FileFacts") -> None:
+        self.facts = facts
 
     # -- the save side
     @cached_property
     def checkpoint_saves(self) -> list[Event]:
         """Every ``torch.save`` in source order."""
-        return [e for e in self.events if e.kind == EventKind.SAVE]
+        return [e for e in self.facts.timeline.events if e.kind == EventKind.SAVE]
 
     @cached_property
     def _checkpoints(self) -> dict[Event, Checkpoint | None]:
@@ -141,7 +135,7 @@ class CheckpointFacts:
         if not isinstance(obj, cst.Name):
             return None
         name = obj.value
-        before = [a for a in self.assignments if a.ctx.scope is at.scope and a.ctx.order < at.order]
+        before = [a for a in self.facts.assignments if a.ctx.scope is at.scope and a.ctx.order < at.order]
         whole = [a for a in before if name in a.targets and not a.subscript_keys]
         if not whole:
             return None
@@ -172,7 +166,7 @@ class CheckpointFacts:
         """The dict ``name``, built at order ``built``, is changed in place or handed to other code
         (``ckpt.update(extra)``, ``add_state(ckpt)``) before the save at ``save``: its contents are
         then unknown."""
-        for site in self.calls:
+        for site in self.facts.calls:
             if site.ctx.scope is not save.scope or site.qualname == "torch.save" or not (built < site.ctx.order < save.order):
                 continue
             func = site.node.func
@@ -184,7 +178,7 @@ class CheckpointFacts:
 
     def subscript_key_node(self, stmt: cst.CSTNode) -> cst.BaseExpression | None:
         """The literal key of the ``d["key"] = value`` assignment written in ``stmt``."""
-        subscripts = [a for a in self.assignments if a.node is not None and a.ctx.stmt is stmt]
+        subscripts = [a for a in self.facts.assignments if a.node is not None and a.ctx.stmt is stmt]
         if not subscripts or not isinstance(subscripts[0].node, cst.Assign):
             return None
         target = subscripts[0].node.targets[0].target
@@ -205,14 +199,14 @@ class CheckpointFacts:
         if names_optimizer_state(key):
             return True
         receiver = self._state_dict_receiver(value)
-        return receiver is not None and (self.is_optimizer(receiver) or API.is_optimizer_name(receiver))
+        return receiver is not None and (self.facts.optim.is_optimizer(receiver) or API.is_optimizer_name(receiver))
 
     def is_model_state(self, key: str | None, value: cst.CSTNode) -> bool:
         """A checkpoint item holds a model's weights: by its key, or a trained module's ``state_dict()``."""
         if key and key != "**" and ("model" in key.lower() or key in ("state_dict", "net", "network")):
             return True
         receiver = self._state_dict_receiver(value)
-        return receiver is not None and any(receiver == module for module, _ in self.optimized_modules)
+        return receiver is not None and any(receiver == module for module, _ in self.facts.optim.optimized_modules)
 
     def holds_scaler_state(self, checkpoint: Checkpoint, scalers: list[str]) -> bool:
         """An item of ``checkpoint`` already holds AMP state: a scaler key or a scaler in its value."""
@@ -234,9 +228,9 @@ class CheckpointFacts:
             for key, value, _ in checkpoint.items:
                 if key and key != "**" and self.mentions_scaler(value, [scaler]):
                     return key
-        if not any(key == optimizer_key for a in self.assignments for _, key in a.subscript_keys):
+        if not any(key == optimizer_key for a in self.facts.assignments for _, key in a.subscript_keys):
             return None
-        for assignment in self.assignments:
+        for assignment in self.facts.assignments:
             for _, key in assignment.subscript_keys:
                 if key and assignment.value is not None and self.mentions_scaler(assignment.value, [scaler]) and "scaler" in key.lower():
                     return key
@@ -246,12 +240,12 @@ class CheckpointFacts:
     @cached_property
     def state_restores(self) -> list[Event]:
         """Every ``x.load_state_dict(...)`` in source order."""
-        return [e for e in self.events if e.kind == EventKind.LOAD_STATE_DICT]
+        return [e for e in self.facts.timeline.events if e.kind == EventKind.LOAD_STATE_DICT]
 
     def restores_optimizer(self, event: Event) -> bool:
         """A ``load_state_dict`` that restores an optimizer (known, or named like one), not a scaler."""
         receiver = event.receiver
-        if receiver is None or self.is_scaler(receiver):
+        if receiver is None or self.facts.scaling.is_scaler(receiver):
             return False
         return event.optimizer is not None or API.is_optimizer_name(receiver)
 
@@ -273,17 +267,17 @@ class CheckpointFacts:
         """One of ``scalers`` is restored where ``event`` restores the optimizer: its own
         ``load_state_dict`` in the same function (or, for ``self.`` scalers, the same class), or the
         scaler handed to a loader helper (``load_checkpoint(path, model, optimizer, scaler)``)."""
-        own = self.function_of(event.ctx.scope)
+        own = self.facts.callgraph.function_of(event.ctx.scope)
         for other in self.state_restores:
-            if other.receiver is None or not self.is_scaler(other.receiver) or other.receiver not in scalers:
+            if other.receiver is None or not self.facts.scaling.is_scaler(other.receiver) or other.receiver not in scalers:
                 continue
             if other.ctx.scope is event.ctx.scope:
                 return True
             if other.receiver.startswith("self.") and own is not None:
-                function = self.function_of(other.ctx.scope)
+                function = self.facts.callgraph.function_of(other.ctx.scope)
                 if function is not None and function.class_name == own.class_name:
                     return True
-        for site in self.calls:
+        for site in self.facts.calls:
             if site.ctx.scope is not event.ctx.scope:
                 continue
             last = (site.func_text or "").rsplit(".", 1)[-1].lower()
@@ -312,13 +306,13 @@ class CheckpointFacts:
     def _find_checkpointed_scalers(self, ctx: Context) -> list[str]:
         out: list[str] = []
         module_level: list[str] = []
-        function = self.function_of(ctx.scope)
-        for key, info in self.scalers.items():
-            if self.scaler_provably_disabled(key, ctx.scope):
+        function = self.facts.callgraph.function_of(ctx.scope)
+        for key, info in self.facts.scaling.scalers.items():
+            if self.facts.scaling.scaler_provably_disabled(key, ctx.scope):
                 continue  # built with ``enabled=False`` here, whatever other functions do
             if not info.constructions and not (info.evidence & {"scale-backward", "unscale_", "named-step"}):
                 continue
-            if self.scaler_optional(key):
+            if self.facts.scaling.scaler_optional(key):
                 continue
             if key.split(".")[0] == "self":
                 if function is not None and function.class_name is not None and self._used_in_class(key, function.class_name):
@@ -326,11 +320,11 @@ class CheckpointFacts:
                 continue
             if "." in key:
                 continue
-            if self.own_assignments_to(key, ctx.scope):
+            if self.facts.scaling.own_assignments_to(key, ctx.scope):
                 out.append(key)
             elif ctx.scope.kind == "function" and key in (function.params if function else ()):
                 out.append(key)
-            elif key not in ctx.scope.bindings and self.own_assignments_to(key, self.module_scope):
+            elif key not in ctx.scope.bindings and self.facts.scaling.own_assignments_to(key, self.facts.identity.module_scope):
                 module_level.append(key)
         out.extend(w for w in self.scaler_wrappers(ctx) if w not in out)
         return out or module_level
@@ -340,17 +334,17 @@ class CheckpointFacts:
         ``NativeScaler()`` (a class named ``...Scaler``), or a project class that builds a GradScaler.
         They have ``state_dict()``/``load_state_dict()`` and belong in the checkpoint like the scaler."""
         out: list[str] = []
-        for assignment in self.assignments_in(ctx.scope):
+        for assignment in self.facts.assignments_in(ctx.scope):
             if len(assignment.targets) != 1 or "." in assignment.targets[0]:
                 continue
             name = assignment.targets[0]
-            if name in out or name in self.scalers:
+            if name in out or name in self.facts.scaling.scalers:
                 continue
-            site = self.call_site(assignment.value) if isinstance(assignment.value, cst.Call) else None
+            site = self.facts.call_site(assignment.value) if isinstance(assignment.value, cst.Call) else None
             if site is None or site.qualname in API.SCALER_CLASSES:
                 continue
-            if (site.func_text or "").rsplit(".", 1)[-1].endswith("Scaler") or self.project.builds_scaler(site):
-                local = self.own_assignments_to(name, ctx.scope)
+            if (site.func_text or "").rsplit(".", 1)[-1].endswith("Scaler") or self.facts.project.builds_scaler(site):
+                local = self.facts.scaling.own_assignments_to(name, ctx.scope)
                 if any(S.is_none(a.value) for a in local) and all(a.ctx.branches for a in local if not S.is_none(a.value)):
                     continue  # ``None`` unless AMP is on: optional, like an optional GradScaler
                 out.append(name)
@@ -361,18 +355,18 @@ class CheckpointFacts:
         parts = tuple(key.split("."))
         return any(
             ref.parts[: len(parts)] == parts
-            and (function := self.function_of(ref.ctx.scope)) is not None
+            and (function := self.facts.callgraph.function_of(ref.ctx.scope)) is not None
             and function.class_name == class_name
-            for ref in self.references
+            for ref in self.facts.references
         )
 
     def scaler_may_be_none(self, key: str, ctx: Context) -> bool:
         """``key`` may hold ``None`` at ``ctx``: assigned ``None`` (or ``x or None``) there, or a
         parameter defaulting to ``None``."""
-        for assignment in self.assignments_to(key, ctx.scope):
+        for assignment in self.facts.assignments_to(key, ctx.scope):
             if assignment.value is None or S.may_be_none(assignment.value):
                 return True
-        function = self.function_of(ctx.scope)
+        function = self.facts.callgraph.function_of(ctx.scope)
         if function is not None and key in function.params:
             default = S.parameter_default(function.node, key)
             return default is not None and S.may_be_none(default)
@@ -380,14 +374,14 @@ class CheckpointFacts:
 
     def scaler_created_at(self, key: str, ctx: Context) -> int:
         """The first point of ``ctx``'s function where ``key`` exists (0: before its body runs)."""
-        function = self.function_of(ctx.scope)
+        function = self.facts.callgraph.function_of(ctx.scope)
         if key.startswith("self.") or (function is not None and key in function.params):
             return 0
-        return min((a.ctx.order for a in self.own_assignments_to(key, ctx.scope)), default=0)
+        return min((a.ctx.order for a in self.facts.scaling.own_assignments_to(key, ctx.scope)), default=0)
 
     def mentions_scaler(self, node: cst.CSTNode, scalers: list[str]) -> bool:
         """``node`` refers to one of ``scalers`` (or to anything named like a scaler)."""
-        for ref in self.references_within(node):
+        for ref in self.facts.references_within(node):
             text = ".".join(ref.parts)
             if any(text == s or text.startswith(s + ".") for s in scalers):
                 return True

@@ -97,7 +97,10 @@ class DeprecatedImport:
 
 
 class CompatFacts:
-    """Mixed into :class:`~amplint.amp.facts.FileFacts`."""
+    """The ``facts.compat`` service of :class:`~amplint.amp.facts.FileFacts`."""
+
+    def __init__(self, facts: "FileFacts") -> None:
+        self.facts = facts
 
     @cached_property
     def deprecated_api_uses(self) -> list[tuple[Reference, str]]:
@@ -108,7 +111,7 @@ class CompatFacts:
         """
         return [
             (ref, qualname)
-            for ref, qualname in self.references_to(lambda q: q in DEPRECATED_API)
+            for ref, qualname in self.facts.bindings.references_to(lambda q: q in DEPRECATED_API)
             if not self.is_compat_fallback(ref.node, ref.ctx, NEW_API.__contains__) and not self.is_feature_probe(ref)
         ]
 
@@ -128,14 +131,14 @@ class CompatFacts:
         for branch in ref.ctx.branches:
             if isinstance(branch.node, cst.Try) and branch.part == "body":
                 for handler in branch.node.handlers:
-                    caught = self.code(handler.type) if handler.type is not None else "AttributeError"
+                    caught = self.facts.code(handler.type) if handler.type is not None else "AttributeError"
                     if "AttributeError" in caught or "ImportError" in caught:
                         return True
         return False
 
     def torch_too_old_for(self, minimum: tuple[int, int] | None) -> str | None:
         """Why the configured ``target-torch`` cannot use an API added in ``minimum``; ``None`` when it can."""
-        target = getattr(self.settings, "target_torch", None)
+        target = getattr(self.facts.settings, "target_torch", None)
         if minimum is not None and target is not None and target < minimum:
             return f"the replacement needs torch >= {minimum[0]}.{minimum[1]} (target-torch is {target[0]}.{target[1]})"
         return None
@@ -146,20 +149,20 @@ class CompatFacts:
         if node is None:
             return False
         if any(
-            (q := self.qualname(ref.node, ref.ctx.scope)) is not None and predicate(q)
-            for ref in self.references_within(node)
+            (q := self.facts.bindings.qualname(ref.node, ref.ctx.scope)) is not None and predicate(q)
+            for ref in self.facts.references_within(node)
         ):
             return True
         return any(
             predicate(API.canonical(target)) or API.canonical(target) == "torch.amp"
-            for record in self.imports
-            if self.within(record.node, node)
+            for record in self.facts.imports
+            if self.facts.tree.within(record.node, node)
             for _, _, target in record.aliases
         )
 
     def in_annotation(self, node: cst.CSTNode) -> bool:
         """``node`` is part of a parameter, return or variable annotation."""
-        return any(self.within(node, annotation) for annotation in self.records.annotations)
+        return any(self.facts.tree.within(node, annotation) for annotation in self.facts.records.annotations)
 
     @cached_property
     def unreported_deprecated_imports(self) -> list[DeprecatedImport]:
@@ -168,15 +171,15 @@ class CompatFacts:
         otherwise (``class GradScaler: ...`` in an ``except`` arm, ``GradScaler = None`` in the
         ``else`` of a version gate). Imports that are compatibility fallbacks are left out."""
         out = []
-        for record in self.imports:
+        for record in self.facts.imports:
             for alias, bound, target in record.aliases:
                 new = torch_amp_location(target)
-                if new is None or any(r.parts[0] == bound for r in self.references_through(record)):
+                if new is None or any(r.parts[0] == bound for r in self.facts.import_uses.references_through(record)):
                     continue
                 if self.is_compat_fallback(record.node, record.ctx, NEW_API.__contains__):
                     continue
-                others = [b for b in self.bindings_of(bound, record.scope) if not b.is_import]
-                line = self.position(others[0].node).start.line if others else None
+                others = [b for b in self.facts.bindings.bindings_of(bound, record.scope) if not b.is_import]
+                line = self.facts.position(others[0].node).start.line if others else None
                 out.append(DeprecatedImport(record, alias, bound, API.canonical(target), new, line))
         return out
 
@@ -196,14 +199,14 @@ class CompatFacts:
                 other = owner.orelse if branch.part == "body" else owner.body
                 if self._mentions(other, new_api):
                     return True
-        for expression in self.records.conditional_expressions:
-            if not self.contains(expression, node) or self.contains(expression.test, node):
+        for expression in self.facts.records.conditional_expressions:
+            if not self.facts.tree.contains(expression, node) or self.facts.tree.contains(expression.test, node):
                 continue
-            other = expression.orelse if self.contains(expression.body, node) else expression.body
+            other = expression.orelse if self.facts.tree.contains(expression.body, node) else expression.body
             if self._mentions(other, new_api):
                 return True
-        for statement, if_ctx in self.records.if_statements:
-            if if_ctx.scope is not ctx.scope or if_ctx.order > ctx.order or self.contains(statement, node):
+        for statement, if_ctx in self.facts.records.if_statements:
+            if if_ctx.scope is not ctx.scope or if_ctx.order > ctx.order or self.facts.tree.contains(statement, node):
                 continue
             body = statement.body.body if isinstance(statement.body, cst.IndentedBlock) else ()
             returns = any(

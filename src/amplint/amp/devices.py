@@ -49,14 +49,15 @@ def _other_arm(branch: Branch) -> Branch | None:
 
 
 class DeviceFacts:
-    """Mixed into :class:`~amplint.amp.facts.FileFacts`."""
+    """The ``facts.devices`` service of :class:`~amplint.amp.facts.FileFacts`."""
 
-    calls: list[CallSite]
+    def __init__(self, facts: "FileFacts") -> None:
+        self.facts = facts
 
     @cached_property
     def autocast_state_checks(self) -> list[CallSite]:
         """Every ``torch.is_autocast_enabled(...)`` call, with or without a device type."""
-        return [site for site in self.calls if site.qualname == AUTOCAST_STATE_CHECK]
+        return [site for site in self.facts.calls if site.qualname == AUTOCAST_STATE_CHECK]
 
     def runs_on_cuda_evidently(self, site: CallSite) -> bool:
         """``site`` runs only on CUDA as the code shows: in an ``if`` whose test (or whose arm)
@@ -68,7 +69,7 @@ class DeviceFacts:
             if isinstance(branch.node, cst.If) and branch.part in ("body", "orelse"):
                 if cuda_proven_in(branch.node.test) == branch.part:
                     return True
-        regions = self.enclosing_autocast(site.ctx)
+        regions = self.facts.autocast.enclosing_autocast(site.ctx)
         return bool(regions) and regions[-1].device == "cuda"
 
     def device_check_fallback(self, site: CallSite) -> bool:
@@ -86,15 +87,15 @@ class DeviceFacts:
         """How the function of ``scope`` knows a device type other than a literal ``"cuda"``:
         ``("parameter", None)`` for a ``device_type`` parameter, ``("autocast", node)`` for its
         own autocast region's device, ``("assignment", None)`` when it sets ``device_type``."""
-        function = self.function_of(scope)
+        function = self.facts.callgraph.function_of(scope)
         if function is None:
             return None
         if "device_type" in function.params:
             return "parameter", None
-        for autocast in self.autocast_calls:
+        for autocast in self.facts.autocast.autocast_calls:
             node = autocast.region.device_node
             if autocast.site.ctx.scope is scope and node is not None and not is_cuda_literal(node):
                 return "autocast", node
-        if any("device_type" in a.targets for a in self.assignments_in(scope)):
+        if any("device_type" in a.targets for a in self.facts.assignments_in(scope)):
             return "assignment", None
         return None

@@ -16,13 +16,16 @@ _MAX_DEPTH = 3
 
 
 class DtypeFacts:
-    """Mixed into :class:`~amplint.amp.facts.FileFacts`; asks ``assigned_alternatives`` and ``calls``."""
+    """The ``facts.dtypes`` service of :class:`~amplint.amp.facts.FileFacts`; asks ``assigned_alternatives`` and ``calls``."""
+
+    def __init__(self, facts: "FileFacts") -> None:
+        self.facts = facts
 
     @cached_property
     def command_line_choices(self) -> dict[str, frozenset[str]]:
         """``args.<dest>`` -> the literal ``choices=`` of the ``add_argument`` that defines it."""
         out: dict[str, frozenset[str]] = {}
-        for site in self.calls:
+        for site in self.facts.calls:
             if not (site.func_text or "").endswith("add_argument"):
                 continue
             call = site.node
@@ -56,7 +59,7 @@ class DtypeFacts:
         return frozenset(out) or None
 
     def _leaf_dtypes(self, leaf: cst.BaseExpression, scope: Scope, depth: int) -> frozenset[str] | None:
-        qualname = self.qualname(leaf, scope) if S.dotted(leaf) is not None else None
+        qualname = self.facts.bindings.qualname(leaf, scope) if S.dotted(leaf) is not None else None
         spelled = qualname if qualname is not None and qualname.startswith("torch.") else S.string_value(leaf)
         literal = API.dtype_from_text(spelled)
         if literal is not None:
@@ -75,10 +78,10 @@ class DtypeFacts:
         text = S.dotted(leaf)
         if text is None:
             return None
-        function = self.function_of(scope)
+        function = self.facts.callgraph.function_of(scope)
         if function is not None and text in function.params:
             # the default and what each same-file call passes
-            passed = self.parameter_values(function, text)
+            passed = self.facts.values.parameter_values(function, text)
             if not passed:
                 return None
             out = set()
@@ -88,7 +91,7 @@ class DtypeFacts:
                     return None
                 out |= found
             return frozenset(out)
-        assigned = self.assigned_alternatives(text, scope)
+        assigned = self.facts.values.assigned_alternatives(text, scope)
         if not assigned:
             return None
         out = set()
@@ -107,7 +110,7 @@ class DtypeFacts:
         table = subscript.value
         if not isinstance(table, cst.Dict):
             text = S.dotted(table)
-            assigned = self.assigned_alternatives(text, scope) if text is not None else []
+            assigned = self.facts.values.assigned_alternatives(text, scope) if text is not None else []
             if len(assigned) != 1 or not isinstance(assigned[0][1], cst.Dict):
                 return None
             table = assigned[0][1]
@@ -122,7 +125,7 @@ class DtypeFacts:
         elif isinstance(key_node, cst.Attribute) and key_node.attr.value in self.command_line_choices:
             wanted = self.command_line_choices[key_node.attr.value]
         elif S.dotted(key_node) is not None:
-            keys = [S.string_value(v) for _, v in self.assigned_alternatives(S.dotted(key_node), scope)]
+            keys = [S.string_value(v) for _, v in self.facts.values.assigned_alternatives(S.dotted(key_node), scope)]
             wanted = frozenset(keys) if keys and None not in keys else None  # type: ignore[arg-type]
         values = [value for key, value, _ in items if wanted is None or key in wanted]
         return values or None

@@ -68,16 +68,17 @@ class Event:
 
 
 class EventFacts:
-    """Mixed into :class:`~amplint.amp.facts.FileFacts`."""
+    """The ``facts.timeline`` service of :class:`~amplint.amp.facts.FileFacts`."""
 
-    calls: list[CallSite]
+    def __init__(self, facts: "FileFacts") -> None:
+        self.facts = facts
 
     @cached_property
     def events(self) -> list[Event]:
         """Training-step events in source order (the walk's order)."""
         out: list[Event] = []
         consumed: set[cst.Call] = set()
-        for site in self.calls:
+        for site in self.facts.calls:
             event = self._classify(site, consumed)
             if event is not None:
                 out.append(event)
@@ -102,20 +103,20 @@ class EventFacts:
             inner = func.value
             if isinstance(inner, cst.Call) and isinstance(inner.func, cst.Attribute) and inner.func.attr.value == "scale":
                 scaler = S.dotted(inner.func.value)
-                if self.is_scaler(scaler):
+                if self.facts.scaling.is_scaler(scaler):
                     consumed.add(inner)
                     return Event(K.SCALE_BACKWARD, site, scaler=scaler)
             return Event(K.BACKWARD, site, receiver=receiver)
         if receiver is None:
             return None
-        if self.is_scaler(receiver):
+        if self.facts.scaling.is_scaler(receiver):
             kind = _SCALER_METHODS.get(method)
             if kind is None:
                 return None
             args = S.positional_args(call)
             optimizer = S.dotted(args[0].value) if args and kind in (K.UNSCALE, K.SCALER_STEP) else None
             return Event(kind, site, scaler=receiver, optimizer=optimizer, receiver=receiver)
-        optimizer = receiver if self.is_optimizer(receiver) else None
+        optimizer = receiver if self.facts.optim.is_optimizer(receiver) else None
         if method == "step" and optimizer is not None and len(call.args) <= 1:
             return Event(K.OPTIMIZER_STEP, site, optimizer=receiver, receiver=receiver)
         if method == "zero_grad":
@@ -133,15 +134,15 @@ class EventFacts:
         """Calls of same-file functions that clip gradients and touch nothing else of the step
         (``self._clip_gradients(max_norm)``), as clip events at the call; not in :attr:`events`."""
         clippers = set()
-        for function in self.functions:
+        for function in self.facts.functions:
             kinds = {e.kind for e in self.events_by_scope.get(function.scope, [])}
             if K.CLIP in kinds and kinds <= {K.CLIP, K.ZERO_GRAD}:
                 clippers.add(function.scope)
         if not clippers:
             return []
         return [
-            Event(K.CLIP, site) for site in self.calls
-            if site.node not in self.event_by_call and any(f.scope in clippers for f in self.called_functions(site))
+            Event(K.CLIP, site) for site in self.facts.calls
+            if site.node not in self.event_by_call and any(f.scope in clippers for f in self.facts.callgraph.called_functions(site))
         ]
 
     @cached_property
@@ -160,6 +161,6 @@ class EventFacts:
         receiver of it (``model.parameters()`` in a clip, ``scaler.scale(loss)`` in a backward)."""
         return any(
             event.kind in kinds and event.ctx.stmt is site.ctx.stmt and event.call is not site.node
-            and self.contains(event.call, site.node)
+            and self.facts.tree.contains(event.call, site.node)
             for event in self.events_by_scope.get(site.ctx.scope, [])
         )

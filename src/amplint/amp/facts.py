@@ -1,15 +1,37 @@
 """Everything a rule may ask about one module: the semantic model plus the AMP view of it.
 
 :class:`FileFacts` is the semantic model (:mod:`amplint.semantic`, which knows nothing about
-torch) with the AMP domain on top, one part per module of this package: autocast regions
-(:mod:`~amplint.amp.autocast`), GradScalers (:mod:`~amplint.amp.scalers`), optimizers
-(:mod:`~amplint.amp.optimizers`), training-step events (:mod:`~amplint.amp.events`), training
-loops and per-step functions (:mod:`~amplint.amp.training`), models and grad modes
-(:mod:`~amplint.amp.models`) and compatibility fallbacks (:mod:`~amplint.amp.compat`).
-Everything is derived lazily and once; rules never walk the tree themselves.
+torch) with the AMP domain composed on top: one service per module of this package, each an
+attribute a rule asks (``facts.scaling.scalers``, ``facts.timeline.events``):
+
+========================  ==================================================================
+``facts.autocast``        autocast regions and the calls that build them
+``facts.named_autocast``  autocast contexts reached through a name (``ctx = autocast(...)``)
+``facts.scaling``         GradScalers: constructions, identity, what each call scales
+``facts.optim``           optimizers and the parameters they own
+``facts.timeline``        training-step events (scale, backward, unscale, clip, step, update, save)
+``facts.iterations``      which events run in one iteration, and how often
+``facts.training``        training loops and per-step functions
+``facts.loss_scaling``    losses scaled elsewhere; ``facts.loop_scaling``: frameworks that scale
+``facts.scaler_presence`` whether a scaler is in use around a place
+``facts.checkpoints``     what a ``torch.save`` stores and a ``load_state_dict`` restores
+``facts.models``          models and grad modes
+``facts.casts``           half-precision casts of models and where they are undone
+``facts.dtypes``          the dtypes a value may take
+``facts.devices``         device checks and their fallbacks
+``facts.compat``          deprecated APIs and compatibility fallbacks
+``facts.torchscript``     scripted functions
+``facts.overflow``        overflow-skip checks
+``facts.project``         what this file's imports reach in the project
+========================  ==================================================================
+
+Each service computes its answers lazily and once, holds only ``facts``, and asks the others
+through it. Rules never walk the tree themselves.
 """
 
 from __future__ import annotations
+
+from functools import cached_property
 
 import libcst as cst
 from libcst.metadata import CodeRange
@@ -33,24 +55,43 @@ from amplint.amp.scaler_presence import ScalerPresence
 from amplint.amp.scalers import ScalerFacts
 from amplint.amp.torchscript import ScriptFacts
 from amplint.amp.training import TrainingFacts
-from amplint.semantic.call_index import CallIndex
-from amplint.semantic.handlers import HandlerQueries
-from amplint.semantic.import_uses import ImportUses
 from amplint.semantic.model import SemanticModel
-from amplint.semantic.statements import StatementQueries
-from amplint.semantic.values import ValueQueries
 
 
-class FileFacts(SemanticModel, AutocastFacts, ScalerFacts, OptimizerFacts, EventFacts, TrainingFacts, ModelFacts,
-                CompatFacts, StatementQueries, CastFacts, CheckpointFacts, DeviceFacts,
-                ScriptFacts, IterationFacts, LossScalingFacts, ValueQueries, CallIndex, ScalerPresence, ImportUses,
-                HandlerQueries, DtypeFacts, LoopScalingFacts, NamedAutocastFacts, OverflowFacts):
+class FileFacts(SemanticModel):
     def __init__(self, module: cst.Module, positions: dict[cst.CSTNode, CodeRange], path: str, settings=None):
         self.settings = settings
         super().__init__(module, positions, path)
+        self.autocast = AutocastFacts(self)
+        self.named_autocast = NamedAutocastFacts(self)
+        self.scaling = ScalerFacts(self)
+        self.optim = OptimizerFacts(self)
+        self.timeline = EventFacts(self)
+        self.iterations = IterationFacts(self)
+        self.training = TrainingFacts(self)
+        self.loss_scaling = LossScalingFacts(self)
+        self.loop_scaling = LoopScalingFacts(self)
+        self.scaler_presence = ScalerPresence(self)
+        self.checkpoints = CheckpointFacts(self)
+        self.models = ModelFacts(self)
+        self.casts = CastFacts(self)
+        self.dtypes = DtypeFacts(self)
+        self.devices = DeviceFacts(self)
+        self.compat = CompatFacts(self)
+        self.torchscript = ScriptFacts(self)
+        self.overflow = OverflowFacts(self)
 
     def canonical_name(self, qualname: str) -> str:
         return API.canonical(qualname)
+
+    @cached_property
+    def project(self):
+        """The :class:`~amplint.project.query.ProjectView` of this file. The engine sets it with
+        what the file's imports reach; facts built on their own see only the file itself."""
+        from amplint.project.query import ProjectView
+        from amplint.project.summarize import summarize_text
+
+        return ProjectView(self, summarize_text(self.module.code))
 
     @classmethod
     def from_source(cls, code: str, path: str = "example.py", settings=None) -> "FileFacts":

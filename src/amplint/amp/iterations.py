@@ -31,17 +31,20 @@ class Iteration:
 
 
 class IterationFacts:
-    """Mixed into :class:`~amplint.amp.facts.FileFacts`."""
+    """The ``facts.iterations`` service of :class:`~amplint.amp.facts.FileFacts`."""
+
+    def __init__(self, facts: "FileFacts") -> None:
+        self.facts = facts
 
     def iteration_of(self, event: Event) -> Iteration | None:
         """The iteration ``event`` belongs to, when the function that holds it clearly owns one:
         its innermost backward loop, or the whole function when a backward runs before ``event``
         there and no backward loop encloses it."""
-        scope_events = self.events_by_scope.get(event.ctx.scope, [])
-        loop = self.iteration_loop(event.ctx)
+        scope_events = self.facts.timeline.events_by_scope.get(event.ctx.scope, [])
+        loop = self.facts.training.iteration_loop(event.ctx)
         if loop is not None:
             return Iteration(loop, [e for e in scope_events if loop in e.ctx.loops])
-        if any(outer in self.backward_loops for outer in event.ctx.loops):
+        if any(outer in self.facts.training.backward_loops for outer in event.ctx.loops):
             return None
         if not any(e.kind in BACKWARD_KINDS and e.order < event.order for e in scope_events):
             return None
@@ -49,35 +52,35 @@ class IterationFacts:
 
     def same_iteration(self, a: Event, b: Event) -> bool:
         """``a`` and ``b`` sit in one function under the same iteration loop (or none)."""
-        return a.ctx.scope is b.ctx.scope and self.iteration_loop(a.ctx) is self.iteration_loop(b.ctx)
+        return a.ctx.scope is b.ctx.scope and self.facts.training.iteration_loop(a.ctx) is self.facts.training.iteration_loop(b.ctx)
 
     def steps_beside(self, event: Event) -> list[Event]:
         """The ``step`` calls of ``event``'s scaler in its function, in the same iteration and on its path."""
         return [
             e for e in self.events_of(event.ctx.scope, K.SCALER_STEP, event.scaler)
-            if self.same_iteration(e, event) and self.on_path(e.ctx, event.ctx)
+            if self.same_iteration(e, event) and self.facts.tree.on_path(e.ctx, event.ctx)
         ]
 
     def backward_between(self, first: Event, then: Event) -> bool:
         """A backward on ``first``'s path runs after it and before ``then``: a new scale/step/update
         cycle starts there (a GAN with one scaler steps D, updates, then scales G's loss)."""
         return any(
-            e.kind in BACKWARD_KINDS and first.order < e.order < then.order and self.on_path(e.ctx, first.ctx)
-            for e in self.events_by_scope.get(first.ctx.scope, [])
+            e.kind in BACKWARD_KINDS and first.order < e.order < then.order and self.facts.tree.on_path(e.ctx, first.ctx)
+            for e in self.facts.timeline.events_by_scope.get(first.ctx.scope, [])
         )
 
     def update_on_every_path_after(self, step: Event) -> bool:
         """Every path through ``step`` runs an ``update()`` of its scaler after it, in the same iteration."""
         return any(
-            self.control_flow.on_every_path(step.ctx, e.ctx) and self.same_iteration(e, step)
+            self.facts.control_flow.on_every_path(step.ctx, e.ctx) and self.same_iteration(e, step)
             for e in self.events_of(step.ctx.scope, K.UPDATE, step.scaler)
         )
 
     def next_scaler_step_in_function(self, event: Event) -> Event | None:
         """The first ``scaler.step(...)`` a path from ``event`` can reach in its function (same iteration)."""
-        flow = self.control_flow
+        flow = self.facts.control_flow
         return next(
-            (e for e in self.events_by_scope.get(event.ctx.scope, [])
+            (e for e in self.facts.timeline.events_by_scope.get(event.ctx.scope, [])
              if e.kind is K.SCALER_STEP and e is not event and flow.reaches(event.ctx, e.ctx)),
             None,
         )
@@ -86,7 +89,7 @@ class IterationFacts:
         """The optimizers ``step``'s scaler steps from ``step`` up to its next ``update()`` in the
         same function, in step order; ``None`` when one of them is not a plain expression."""
         out: list[str] = []
-        for event in self.events_by_scope.get(step.ctx.scope, []):
+        for event in self.facts.timeline.events_by_scope.get(step.ctx.scope, []):
             if event.order < step.order or event.scaler != step.scaler:
                 continue
             if event.kind is K.UPDATE:
@@ -105,7 +108,7 @@ class IterationFacts:
             return []
         matched = []
         for optimizer in optimizers:
-            owners = self.optimizer_parameter_owners(optimizer, scope)
+            owners = self.facts.optim.optimizer_parameter_owners(optimizer, scope)
             if owners and any(o == owner or o.startswith(owner + ".") or owner.startswith(o + ".") for o in owners):
                 matched.append(optimizer)
         return matched
@@ -114,13 +117,13 @@ class IterationFacts:
         """A call that may run after ``after`` (from the start of the function for ``None``) and
         before ``before``, that is not itself an event and may unscale: its name says so
         (``self.unscale_grads()``), or it runs a same-file function with an ``unscale_``."""
-        flow = self.control_flow
-        for site in self.calls_by_scope.get(before.scope, []):
-            if site.node in self.event_by_call:
+        flow = self.facts.control_flow
+        for site in self.facts.callgraph.calls_by_scope.get(before.scope, []):
+            if site.node in self.facts.timeline.event_by_call:
                 continue
             # The cheap question first: the path question is asked only of calls that may unscale.
-            if "unscale" not in (site.func_text or self.code(site.node.func)).lower() and not any(
-                self.events_of(function.scope, K.UNSCALE) for function in self.called_functions(site)
+            if "unscale" not in (site.func_text or self.facts.code(site.node.func)).lower() and not any(
+                self.events_of(function.scope, K.UNSCALE) for function in self.facts.callgraph.called_functions(site)
             ):
                 continue
             if flow.reaches(site.ctx, before) if after is None else flow.between(after, site.ctx, before):
@@ -130,7 +133,7 @@ class IterationFacts:
     def events_of(self, scope: Scope | None, kind: EventKind, scaler: str | None = None) -> list[Event]:
         """The events of ``kind`` in ``scope`` (the whole file for ``None``; through ``scaler``,
         when given), in order."""
-        events = self.events if scope is None else self.events_by_scope.get(scope, [])
+        events = self.facts.timeline.events if scope is None else self.facts.timeline.events_by_scope.get(scope, [])
         return [e for e in events if e.kind is kind and (scaler is None or e.scaler == scaler)]
 
     def update_may_follow(self, step: Event, iteration: Iteration) -> bool:
@@ -140,27 +143,27 @@ class IterationFacts:
         visibly per-step (module-level code, a step-only hook, one nobody here calls)."""
         scaler = step.scaler or ""
         scope = step.ctx.scope
-        for site in self.calls_between(scope, step.order, None):
+        for site in self.facts.callgraph.calls_between(scope, step.order, None):
             if iteration.loop is not None and iteration.loop not in site.ctx.loops:
                 continue
-            if self.calls_into(site, self.updating_functions):
+            if self.facts.callgraph.calls_into(site, self.facts.training.updating_functions):
                 return True
-            if any(self.code(arg.value) == scaler for arg in site.node.args):
+            if any(self.facts.code(arg.value) == scaler for arg in site.node.args):
                 return True
-        function = self.function_of(scope)
-        callers = self.callers_of(function) if function is not None else []
+        function = self.facts.callgraph.function_of(scope)
+        callers = self.facts.callgraph.callers_of(function) if function is not None else []
         for site in callers:
             # composer's retry loop around ``_train_batch``; a ``train_step`` whose caller updates
             caller = site.ctx.scope
             if any(e.order > site.ctx.order for e in self.events_of(caller, K.UPDATE)):
                 return True
-            if any(self.calls_into(s, self.updating_functions) for s in self.calls_between(caller, site.ctx.order, None)):
+            if any(self.facts.callgraph.calls_into(s, self.facts.training.updating_functions) for s in self.facts.callgraph.calls_between(caller, site.ctx.order, None)):
                 return True
         if iteration.loop is None:
             if function is None:
                 return True
             name = function.node.name.value
-            if not callers and name not in self.PER_STEP_NAMES:
+            if not callers and name not in self.facts.training.PER_STEP_NAMES:
                 return True
             if name in _STEP_ONLY_HOOKS:
                 return True
@@ -171,16 +174,16 @@ class IterationFacts:
         ``step`` of the same scaler (``for opt in optimizers: scaler.step(opt); scaler.update()``);
         not a loop with its own backward, nor one that also rebinds the scaler (one per pass)."""
         loop = update.ctx.loops[-1] if update.ctx.loops else None
-        if loop is None or loop is self.iteration_loop(update.ctx) or (update.scaler or "").split(".")[0] in loop.target_names:
+        if loop is None or loop is self.facts.training.iteration_loop(update.ctx) or (update.scaler or "").split(".")[0] in loop.target_names:
             return None
-        events = [e for e in self.events_by_scope.get(update.ctx.scope, []) if loop in e.ctx.loops]
+        events = [e for e in self.facts.timeline.events_by_scope.get(update.ctx.scope, []) if loop in e.ctx.loops]
         if any(e.kind in BACKWARD_KINDS for e in events):
             return None
-        if _SKIPS_A_PASS.search(self.code(loop.node.body)):
+        if _SKIPS_A_PASS.search(self.facts.code(loop.node.body)):
             return None  # ``if iopt != optim_idx: continue`` (espnet's GAN turns): maybe one optimizer per pass
         stepped = any(
             e.kind is K.SCALER_STEP and e.scaler == update.scaler and e.order < update.order
-            and self.on_path(e.ctx, update.ctx) and self.optimizer_rebound_per_pass(e)
+            and self.facts.tree.on_path(e.ctx, update.ctx) and self.facts.scaling.optimizer_rebound_per_pass(e)
             for e in events
         )
         return loop if stepped else None

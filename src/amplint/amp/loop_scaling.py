@@ -12,17 +12,20 @@ from amplint.amp.loss_scaling import FRAMEWORK_BACKWARD_RECEIVERS, FRAMEWORK_LOS
 
 
 class LoopScalingFacts:
-    """Mixed into :class:`~amplint.amp.facts.FileFacts`; asks events, references, calls and loops."""
+    """The ``facts.loop_scaling`` service of :class:`~amplint.amp.facts.FileFacts`; asks events, references, calls and loops."""
+
+    def __init__(self, facts: "FileFacts") -> None:
+        self.facts = facts
 
     @cached_property
     def imports_loss_scaling_framework(self) -> bool:
         """The file imports apex, DeepSpeed, accelerate, Lightning ...: they scale losses themselves."""
-        return any(target.split(".")[0] in FRAMEWORK_MODULES for record in self.imports for _, _, target in record.aliases)
+        return any(target.split(".")[0] in FRAMEWORK_MODULES for record in self.facts.imports for _, _, target in record.aliases)
 
     def training_unit(self, ctx) -> cst.CSTNode:
         """The outermost training loop around ``ctx`` (an accumulation loop's scaler step may sit
         after the micro-batch loop); the function (or module) when no loop holds it."""
-        loop = self.outermost_training_loop(ctx)
+        loop = self.facts.training.outermost_training_loop(ctx)
         return loop.node if loop is not None else ctx.scope.node
 
     def loss_scaling_in(self, event: Event) -> bool:
@@ -33,19 +36,19 @@ class LoopScalingFacts:
         if self.imports_loss_scaling_framework:
             return True
         scope, unit = event.ctx.scope, self.training_unit(event.ctx)
-        function = self.function_of(scope)
+        function = self.facts.callgraph.function_of(scope)
         if function is not None and any("scaler" in p.lower() for p in function.params):
             return True
-        if any(e.kind in SCALER_KINDS and self.within(e.call, unit) for e in self.events_by_scope.get(scope, [])):
+        if any(e.kind in SCALER_KINDS and self.facts.tree.within(e.call, unit) for e in self.facts.timeline.events_by_scope.get(scope, [])):
             return True
-        for site in self.calls_by_scope.get(scope, []):
+        for site in self.facts.callgraph.calls_by_scope.get(scope, []):
             parts = (site.func_text or "").split(".")
             framework = parts[-1] in FRAMEWORK_LOSS_CALLS or parts[-1] == "backward" and any(
                 w in p.lower() for p in parts[:-1] for w in FRAMEWORK_BACKWARD_RECEIVERS
             )
-            if framework and self.within(site.node, unit):
+            if framework and self.facts.tree.within(site.node, unit):
                 return True
         return any(
-            ref.ctx.scope is scope and any("scaler" in p.lower() for p in ref.parts) and self.within(ref.node, unit)
-            for ref in self.references
+            ref.ctx.scope is scope and any("scaler" in p.lower() for p in ref.parts) and self.facts.tree.within(ref.node, unit)
+            for ref in self.facts.references
         )

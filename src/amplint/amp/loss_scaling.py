@@ -15,7 +15,10 @@ FRAMEWORK_MODULES = ("apex", "deepspeed", "accelerate", "lightning", "pytorch_li
 
 
 class LossScalingFacts:
-    """Mixed into :class:`~amplint.amp.facts.FileFacts`."""
+    """The ``facts.loss_scaling`` service of :class:`~amplint.amp.facts.FileFacts`."""
+
+    def __init__(self, facts: "FileFacts") -> None:
+        self.facts = facts
 
     @cached_property
     def loss_scaled_elsewhere(self) -> bool:
@@ -23,10 +26,10 @@ class LossScalingFacts:
         import (apex, DeepSpeed, accelerate, Lightning ...), a framework backward
         (``accelerator.backward``, ``self.manual_backward``, ``amp.scale_loss``), or a scaler
         handed in (a ``scaler`` / ``loss_scaler`` parameter, attribute or name)."""
-        for record in self.imports:
+        for record in self.facts.imports:
             if any(target.split(".")[0] in FRAMEWORK_MODULES for _, _, target in record.aliases):
                 return True
-        for site in self.calls:
+        for site in self.facts.calls:
             parts = (site.func_text or "").split(".")
             if parts[-1] in FRAMEWORK_LOSS_CALLS:
                 return True
@@ -34,9 +37,9 @@ class LossScalingFacts:
                 w in p.lower() for p in parts[:-1] for w in FRAMEWORK_BACKWARD_RECEIVERS
             ):
                 return True
-        if any("scaler" in p.lower() for function in self.functions for p in function.params):
+        if any("scaler" in p.lower() for function in self.facts.functions for p in function.params):
             return True
-        return any("scaler" in p.lower() for ref in self.references for p in ref.parts)
+        return any("scaler" in p.lower() for ref in self.facts.references for p in ref.parts)
 
     def loss_computed_under(self, backward: Event, withs: list[cst.With]) -> bool:
         """The tensor ``backward`` backpropagates was computed in one of the ``with`` blocks
@@ -48,7 +51,7 @@ class LossScalingFacts:
         if receiver is None or "." in receiver or "scale" in receiver.lower():
             return False
         earlier = [
-            a for a in self.assignments if a.ctx.scope is backward.ctx.scope and a.ctx.order < backward.order
+            a for a in self.facts.assignments if a.ctx.scope is backward.ctx.scope and a.ctx.order < backward.order
         ]
         assigned_in_blocks = {t for a in earlier if any(w in a.ctx.withs for w in withs) for t in a.targets}
         if receiver in assigned_in_blocks:
@@ -56,7 +59,7 @@ class LossScalingFacts:
         for assignment in earlier:
             if receiver not in assignment.targets or assignment.value is None:
                 continue
-            for ref in self.references_within(assignment.value):
+            for ref in self.facts.references_within(assignment.value):
                 if ".".join(ref.parts) in assigned_in_blocks or ref.parts[0] in assigned_in_blocks:
                     return True
         return False

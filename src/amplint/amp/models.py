@@ -12,12 +12,15 @@ from amplint.semantic.records import CallSite, Context, Scope
 
 
 class ModelFacts:
-    """Mixed into :class:`~amplint.amp.facts.FileFacts`."""
+    """The ``facts.models`` service of :class:`~amplint.amp.facts.FileFacts`."""
+
+    def __init__(self, facts: "FileFacts") -> None:
+        self.facts = facts
 
     # -- gradient-free code: ``with torch.no_grad():``, ``@torch.inference_mode()``
     def _grad_disabling(self, expr: cst.BaseExpression, scope: Scope) -> bool:
         target = expr.func if isinstance(expr, cst.Call) else expr
-        qualname = self.qualname(target, scope)
+        qualname = self.facts.bindings.qualname(target, scope)
         if qualname in API.GRAD_DISABLING:
             return True
         if isinstance(expr, cst.Call) and qualname in ("torch.set_grad_enabled", "torch.autograd.set_grad_enabled"):
@@ -28,10 +31,10 @@ class ModelFacts:
     def grad_disabled_nodes(self) -> set[cst.CSTNode]:
         """``with`` blocks and decorated functions that run without autograd (no_grad/inference_mode)."""
         out: set[cst.CSTNode] = set()
-        for node, ctx in self.records.withs:
+        for node, ctx in self.facts.records.withs:
             if any(self._grad_disabling(item.item, ctx.scope) for item in node.items):
                 out.add(node)
-        for function in self.functions:
+        for function in self.facts.functions:
             if any(self._grad_disabling(d.decorator, function.ctx.scope) for d in function.node.decorators):
                 out.add(function.node)
         return out
@@ -49,7 +52,7 @@ class ModelFacts:
 
     def module_calls(self, key: str) -> list[CallSite]:
         """Calls that run a module: ``model(x)`` / ``model.forward(x)``."""
-        return [s for s in self.calls if s.func_text in (key, f"{key}.forward")]
+        return [s for s in self.facts.calls if s.func_text in (key, f"{key}.forward")]
 
     @cached_property
     def frozen_modules(self) -> set[str]:
@@ -58,7 +61,7 @@ class ModelFacts:
         out: set[str] = set()
         trained: set[str] = set()
         evaluated: set[str] = set()
-        for site in self.calls:
+        for site in self.facts.calls:
             func = site.node.func
             if not isinstance(func, cst.Attribute):
                 continue
@@ -75,7 +78,7 @@ class ModelFacts:
             elif method == "train":
                 trained.add(key)
         out |= evaluated - trained
-        for loop in self.loops:
+        for loop in self.facts.loops:
             if not isinstance(loop.node, cst.For) or not isinstance(loop.node.iter, cst.Call):
                 continue
             func = loop.node.iter.func
@@ -83,7 +86,7 @@ class ModelFacts:
                 continue
             key = S.dotted(func.value)
             names = loop.target_names
-            for assignment in self.assignments:
+            for assignment in self.facts.assignments:
                 if loop in assignment.ctx.loops and S.bool_value(assignment.value) is False:
                     if any(t.endswith(".requires_grad") and t.split(".")[0] in names for t in assignment.targets):
                         if key is not None:

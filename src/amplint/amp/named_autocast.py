@@ -13,10 +13,13 @@ from amplint.semantic.values import alternatives
 
 
 class NamedAutocastFacts:
-    """Mixed into :class:`~amplint.amp.facts.FileFacts`; :class:`~amplint.amp.autocast.AutocastFacts`
-    asks :meth:`_named_autocast` for a ``with`` item it cannot resolve."""
+    """The ``facts.named_autocast`` service of :class:`~amplint.amp.facts.FileFacts`; :class:`~amplint.amp.autocast.AutocastFacts`
+    asks :meth:`region_of_named` for a ``with`` item it cannot resolve."""
 
-    def _named_autocast(self, expr: cst.BaseExpression, scope: Scope) -> AutocastRegion | None:
+    def __init__(self, facts: "FileFacts") -> None:
+        self.facts = facts
+
+    def region_of_named(self, expr: cst.BaseExpression, scope: Scope) -> AutocastRegion | None:
         """``with amp_autocast():`` / ``with self.autocast_ctx:`` where nothing resolves: named like autocast."""
         target = expr.func if isinstance(expr, cst.Call) else expr
         text = S.dotted(target)
@@ -36,22 +39,22 @@ class NamedAutocastFacts:
         hold builds one; ``False`` for a parameter to which no value that can is passed, and for
         a same-file helper or assignments none of whose values can; ``None`` when nothing in the
         file says."""
-        function = self.function_of(scope)
+        function = self.facts.callgraph.function_of(scope)
         if "." not in text and function is not None and text in function.params:
             # A parameter holds an autocast only where this file passes one (or defaults to one).
-            passed = self.parameter_values(function, text) or ()
+            passed = self.facts.values.parameter_values(function, text) or ()
             return any(self._value_may_be_autocast(v, s, called) for v, s in passed)
         if called:
-            helpers = [f for f in self.functions_by_name.get(text.rsplit(".", 1)[-1], [])
+            helpers = [f for f in self.facts.callgraph.functions_by_name.get(text.rsplit(".", 1)[-1], [])
                        if f.class_name is None or text.startswith(("self.", "cls."))]
             if helpers and (len(text.split(".")) == 1 or text.startswith(("self.", "cls."))):
                 scopes = {f.scope for f in helpers}
-                returns = [(v, c.scope) for v, c in self.records.returns if c.scope in scopes]
-                if not returns or any(c.scope in scopes for c in self.records.yields):
+                returns = [(v, c.scope) for v, c in self.facts.records.returns if c.scope in scopes]
+                if not returns or any(c.scope in scopes for c in self.facts.records.yields):
                     return None
                 verdicts = [self._value_may_be_autocast(v, s, False) for v, s in returns]
                 return True if True in verdicts else (None if None in verdicts else False)
-        assigned = self.assigned_alternatives(text, scope)
+        assigned = self.facts.values.assigned_alternatives(text, scope)
         if not assigned:
             return None
         verdicts = [self._value_may_be_autocast(v, a.ctx.scope, called) if v is not None else None for a, v in assigned]
@@ -67,21 +70,21 @@ class NamedAutocastFacts:
             verdicts = [self._value_may_be_autocast(leaf, scope, called, depth) for leaf in leaves]
             return True if True in verdicts else (None if None in verdicts else False)
         if isinstance(value, cst.Call):
-            if self._autocast_from_call(value, scope, depth + 1) is not None:
+            if self.facts.autocast.autocast_from_call(value, scope, depth + 1) is not None:
                 return True
-            qualname = self.qualname(value.func, scope)
+            qualname = self.facts.bindings.qualname(value.func, scope)
             if called and qualname in API.PARTIAL and value.args:
                 return self._value_may_be_autocast(value.args[0].value, scope, True, depth + 1)
             return False if not called and qualname in API.NULL_CONTEXTS else None
         if S.dotted(value) is None:
             return None
-        qualname = self.qualname(value, scope)
+        qualname = self.facts.bindings.qualname(value, scope)
         if called and qualname in API.AUTOCAST:
             return True
         if called and qualname in API.NULL_CONTEXTS:
             return False
         if depth < 2 and "." not in S.dotted(value):
-            assigned = self.assigned_alternatives(S.dotted(value), scope)
+            assigned = self.facts.values.assigned_alternatives(S.dotted(value), scope)
             verdicts = [self._value_may_be_autocast(v, a.ctx.scope, called, depth + 1) if v is not None else None
                         for a, v in assigned]
             if verdicts:

@@ -20,7 +20,10 @@ def parameters_owner(node: cst.CSTNode | None) -> str | None:
 
 
 class OptimizerFacts:
-    """Mixed into :class:`~amplint.amp.facts.FileFacts`."""
+    """The ``facts.optim`` service of :class:`~amplint.amp.facts.FileFacts`."""
+
+    def __init__(self, facts: "FileFacts") -> None:
+        self.facts = facts
 
     def is_optimizer_construction(self, site: CallSite, factories: bool = True) -> bool:
         """``torch.optim.X(...)``, a known optimizer class, or (with ``factories``) a factory call."""
@@ -28,32 +31,32 @@ class OptimizerFacts:
 
     @cached_property
     def optimizer_constructions(self) -> list[CallSite]:
-        return [site for site in self.calls if self.is_optimizer_construction(site)]
+        return [site for site in self.facts.calls if self.is_optimizer_construction(site)]
 
     @cached_property
     def optimizers(self) -> set[str]:
         """Optimizer keys: assigned a construction, stepped or unscaled by a scaler, or named like
         an optimizer and stepped or zeroed."""
         keys: set[str] = set()
-        for assignment in self.assignments:
+        for assignment in self.facts.assignments:
             for call in value_calls(assignment.value):
-                site = self.call_site(call)
+                site = self.facts.call_site(call)
                 if site is not None and self.is_optimizer_construction(site):
                     keys.update(assignment.targets)
-        for site in self.calls:
+        for site in self.facts.calls:
             func = site.node.func
             if not isinstance(func, cst.Attribute):
                 continue
             receiver = S.dotted(func.value)
             method = func.attr.value
-            if method in ("step", "unscale_") and self.is_scaler(receiver):
+            if method in ("step", "unscale_") and self.facts.scaling.is_scaler(receiver):
                 args = S.positional_args(site.node)
                 text = S.dotted(args[0].value) if args else None
                 if text is not None:
                     keys.add(text)
             elif method in ("zero_grad", "step") and receiver is not None and API.is_optimizer_name(receiver):
                 keys.add(receiver)
-        return {k for k in keys if not self.is_scaler(k)}
+        return {k for k in keys if not self.facts.scaling.is_scaler(k)}
 
     def is_optimizer(self, key: str | None) -> bool:
         return key is not None and key in self.optimizers
@@ -62,8 +65,8 @@ class OptimizerFacts:
     def optimizer_builds(self) -> dict[str, list[Assignment]]:
         """Optimizer key -> the assignments that build it directly (``opt = torch.optim.AdamW(...)``)."""
         out: dict[str, list[Assignment]] = {}
-        for assignment in self.assignments:
-            site = self.call_site(assignment.value) if isinstance(assignment.value, cst.Call) else None
+        for assignment in self.facts.assignments:
+            site = self.facts.call_site(assignment.value) if isinstance(assignment.value, cst.Call) else None
             if site is not None and self.is_optimizer_construction(site, factories=False):
                 for target in assignment.targets:
                     out.setdefault(target, []).append(assignment)
@@ -76,8 +79,8 @@ class OptimizerFacts:
         builds = self.optimizer_builds.get(key, [])
         if scope is None:
             return builds
-        variable = self.variable(key, scope)
-        own = [a for a in builds if variable is not None and self.variable(key, a.ctx.scope) == variable]
+        variable = self.facts.identity.variable(key, scope)
+        own = [a for a in builds if variable is not None and self.facts.identity.variable(key, a.ctx.scope) == variable]
         return own or builds
 
     def optimizer_parameter_owners(self, key: str, scope: Scope | None = None) -> set[str] | None:
@@ -97,7 +100,7 @@ class OptimizerFacts:
         """``model`` for ``clip_grad_norm_(model.parameters(), ...)`` / ``model.clip_grad_norm_(...)``."""
         func = call.func
         if isinstance(func, cst.Attribute) and func.attr.value in ("clip_grad_norm_", "clip_grad_value_"):
-            site = self.call_site(call)
+            site = self.facts.call_site(call)
             if site is not None and site.qualname not in API.CLIP_FUNCTIONS:
                 return S.dotted(func.value)
         return parameters_owner(S.argument(call, 0, "parameters"))
@@ -115,11 +118,11 @@ class OptimizerFacts:
             nodes: list[cst.CSTNode] = [site.node]
             for arg in site.node.args:
                 if isinstance(arg.value, cst.Name):
-                    for assignment in self.assignments_to(arg.value.value, site.ctx.scope):
+                    for assignment in self.facts.assignments_to(arg.value.value, site.ctx.scope):
                         if assignment.value is not None and assignment.ctx.order < site.ctx.order:
                             nodes.append(assignment.value)
             for node in nodes:
-                for inner in self.calls_within(node):
+                for inner in self.facts.calls_within(node):
                     func = inner.node.func
                     if isinstance(func, cst.Attribute) and func.attr.value in ("parameters", "named_parameters"):
                         key = S.dotted(func.value)

@@ -40,26 +40,29 @@ def _skips_rest_of_iteration(body: cst.BaseSuite) -> bool:
 
 
 class OverflowFacts:
-    """Mixed into :class:`~amplint.amp.facts.FileFacts`."""
+    """The ``facts.overflow`` service of :class:`~amplint.amp.facts.FileFacts`."""
+
+    def __init__(self, facts: "FileFacts") -> None:
+        self.facts = facts
 
     @cached_property
     def overflow_skips(self) -> list[OverflowSkip]:
         out: list[OverflowSkip] = []
-        for node, ctx in self.records.if_statements:
-            loop = self.iteration_loop(ctx)
-            test = self.code(node.test)
+        for node, ctx in self.facts.records.if_statements:
+            loop = self.facts.training.iteration_loop(ctx)
+            test = self.facts.code(node.test)
             if loop is None or not (_NON_FINITE.search(test) and _GRADIENT_WORDS.search(test)) or not _skips_rest_of_iteration(node.body):
                 continue
-            events = [e for e in self.events_by_scope.get(ctx.scope, []) if loop in e.ctx.loops]
+            events = [e for e in self.facts.timeline.events_by_scope.get(ctx.scope, []) if loop in e.ctx.loops]
             backward = next((e for e in reversed(events) if e.order < ctx.order and e.kind is EventKind.SCALE_BACKWARD), None)
-            if backward is None or self.scaler_provably_disabled(backward.scaler, ctx.scope):
+            if backward is None or self.facts.scaling.scaler_provably_disabled(backward.scaler, ctx.scope):
                 continue
             step = next(
                 (e for e in events if e.order > ctx.order and e.kind is EventKind.SCALER_STEP and e.scaler == backward.scaler),
                 None,
             )
             handled = any(
-                e.kind in (EventKind.UPDATE, EventKind.SCALER_STEP) and e.scaler == backward.scaler and self.contains(node.body, e.call)
+                e.kind in (EventKind.UPDATE, EventKind.SCALER_STEP) and e.scaler == backward.scaler and self.facts.tree.contains(node.body, e.call)
                 for e in events
             )
             unscaled = any(

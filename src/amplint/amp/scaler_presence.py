@@ -11,15 +11,18 @@ _STEPS_AFTER = (EventKind.SCALER_STEP,)
 
 
 class ScalerPresence:
-    """Mixed into :class:`~amplint.amp.facts.FileFacts`; asks ``events_by_scope``, ``scalers`` and the call graph."""
+    """The ``facts.scaler_presence`` service of :class:`~amplint.amp.facts.FileFacts`; asks ``events_by_scope``, ``scalers`` and the call graph."""
+
+    def __init__(self, facts: "FileFacts") -> None:
+        self.facts = facts
 
     def scaler_in_use_at(self, scope: Scope, order: int) -> str | None:
         """The scaler (by key) that scales a backward or unscales before statement ``order`` of
         ``scope``, or steps after it, unless every construction of it is ``enabled=False``."""
-        for event in self.events_by_scope.get(scope, []):
+        for event in self.facts.timeline.events_by_scope.get(scope, []):
             if event.kind not in (*_SCALED_BEFORE, *_STEPS_AFTER):
                 continue
-            if event.scaler not in self.scalers or self.scaler_provably_disabled(event.scaler, scope):
+            if event.scaler not in self.facts.scaling.scalers or self.facts.scaling.scaler_provably_disabled(event.scaler, scope):
                 continue
             if (event.order < order and event.kind in _SCALED_BEFORE) or (event.order > order and event.kind in _STEPS_AFTER):
                 return event.scaler
@@ -31,10 +34,10 @@ class ScalerPresence:
         scaler = self.scaler_in_use_at(site.ctx.scope, site.ctx.order)
         if scaler is not None:
             return scaler
-        function = self.function_of(site.ctx.scope)
+        function = self.facts.callgraph.function_of(site.ctx.scope)
         if function is None:
             return None
-        for caller in self.callers_of(function):
+        for caller in self.facts.callgraph.callers_of(function):
             if caller.ctx.scope is not site.ctx.scope:
                 scaler = self.scaler_in_use_at(caller.ctx.scope, caller.ctx.order)
                 if scaler is not None:

@@ -50,7 +50,10 @@ class ScalerInfo:
 
 
 class ScalerFacts:
-    """Mixed into :class:`~amplint.amp.facts.FileFacts`."""
+    """The ``facts.scaling`` service of :class:`~amplint.amp.facts.FileFacts`."""
+
+    def __init__(self, facts: "FileFacts") -> None:
+        self.facts = facts
 
     @cached_property
     def scalers(self) -> dict[str, ScalerInfo]:
@@ -61,15 +64,15 @@ class ScalerFacts:
         def get(key: str) -> ScalerInfo:
             return out.setdefault(key, ScalerInfo(key))
 
-        for assignment in self.assignments:
+        for assignment in self.facts.assignments:
             for call in value_calls(assignment.value):
-                site = self.call_site(call)
+                site = self.facts.call_site(call)
                 if site is not None and self.is_scaler_construction(site):
                     for target in assignment.targets:
                         info = get(target)
-                        info.add_construction(site, self.variable(target, assignment.ctx.scope))
+                        info.add_construction(site, self.facts.identity.variable(target, assignment.ctx.scope))
                         info.evidence.add("constructed")
-        for site in self.calls:
+        for site in self.facts.calls:
             func = site.node.func
             if not isinstance(func, cst.Attribute):
                 continue
@@ -90,7 +93,7 @@ class ScalerFacts:
     @cached_property
     def _assignments_by_target_and_scope(self) -> dict[tuple[str, int], list]:
         index: dict[tuple[str, int], list] = {}
-        for assignment in self.assignments:
+        for assignment in self.facts.assignments:
             for target in dict.fromkeys(assignment.targets):
                 index.setdefault((target, id(assignment.ctx.scope)), []).append(assignment)
         return index
@@ -105,7 +108,7 @@ class ScalerFacts:
         # A question of the key alone, asked once per scope: answered once per key.
         cache = self._scaler_optional_by_key
         if key not in cache:
-            assignments = self.assignments_to(key)
+            assignments = self.facts.assignments_to(key)
             others = [a for a in assignments if not S.is_none(a.value)]
             cache[key] = len(others) < len(assignments) and bool(others) and all(a.ctx.branches for a in others)
         return cache[key]
@@ -123,15 +126,15 @@ class ScalerFacts:
             return False
         if isinstance(node, cst.IfExp):
             return self._names_scaler_class(node.body, scope, depth) and self._names_scaler_class(node.orelse, scope, depth)
-        if self.qualname(node, scope) in API.SCALER_CLASSES:
+        if self.facts.bindings.qualname(node, scope) in API.SCALER_CLASSES:
             return True
-        targets = self.import_targets(node.value, scope) if isinstance(node, cst.Name) else set()
+        targets = self.facts.bindings.import_targets(node.value, scope) if isinstance(node, cst.Name) else set()
         if targets and targets <= API.SCALER_CLASSES:
             return True
         text = S.dotted(node)
         if text is None or depth > 2:
             return False
-        assignments = [a for a in self.assignments_to(text, scope) if a.value is not None and a.targets == (text,)]
+        assignments = [a for a in self.facts.assignments_to(text, scope) if a.value is not None and a.targets == (text,)]
         return bool(assignments) and all(self._names_scaler_class(a.value, a.ctx.scope, depth + 1) for a in assignments)
 
     def is_scaler_construction(self, site: CallSite) -> bool:
@@ -145,7 +148,7 @@ class ScalerFacts:
     @cached_property
     def scaler_construction_sites(self) -> list[CallSite]:
         """Every call that builds a GradScaler, assigned or not."""
-        return [site for site in self.calls if not site.in_decorator and self.is_scaler_construction(site)]
+        return [site for site in self.facts.calls if not site.in_decorator and self.is_scaler_construction(site)]
 
     def scaler_provably_disabled(self, key: str | None, scope: Scope) -> bool:
         """The scaler ``key`` as used in ``scope`` is built with ``enabled=False``.
@@ -157,7 +160,7 @@ class ScalerFacts:
         info = self.scalers.get(key) if key is not None else None
         if info is None:
             return False
-        sites = info.constructions_of(self.variable(key, scope)) or info.constructions
+        sites = info.constructions_of(self.facts.identity.variable(key, scope)) or info.constructions
         return bool(sites) and all(built_disabled(c) for c in sites)
 
     def backward_scaler(self, event) -> str | None:
@@ -170,15 +173,15 @@ class ScalerFacts:
         if event.kind not in (K.BACKWARD, K.AUTOGRAD_BACKWARD):
             return None
         target = event.call.func.value if event.kind is K.BACKWARD and isinstance(event.call.func, cst.Attribute) else event.call
-        for other in self.events_by_scope.get(event.ctx.scope, []):
-            if other.kind is K.SCALE and self.contains(target, other.call):
+        for other in self.facts.timeline.events_by_scope.get(event.ctx.scope, []):
+            if other.kind is K.SCALE and self.facts.tree.contains(target, other.call):
                 return other.scaler
         if event.kind is K.BACKWARD and event.receiver is not None:
-            for assignment in self.assignments_to(event.receiver, event.ctx.scope):
+            for assignment in self.facts.assignments_to(event.receiver, event.ctx.scope):
                 if assignment.ctx.order >= event.order or assignment.value is None:
                     continue
-                for other in self.events_by_scope.get(assignment.ctx.scope, []):
-                    if other.kind is K.SCALE and self.contains(assignment.value, other.call):
+                for other in self.facts.timeline.events_by_scope.get(assignment.ctx.scope, []):
+                    if other.kind is K.SCALE and self.facts.tree.contains(assignment.value, other.call):
                         return other.scaler
         return None
 
@@ -194,7 +197,7 @@ class ScalerFacts:
         found = memo.get(id(event))
         if found is None:
             updates = self._updates_by_scope_and_scaler.get((event.ctx.scope, event.scaler), [])
-            found = memo[id(event)] = [e for e in updates if self.on_path(e.ctx, event.ctx)]
+            found = memo[id(event)] = [e for e in updates if self.facts.tree.on_path(e.ctx, event.ctx)]
         return found
 
     @cached_property
@@ -204,7 +207,7 @@ class ScalerFacts:
     @cached_property
     def _updates_by_scope_and_scaler(self) -> dict[tuple[Scope, str | None], list[Event]]:
         out: dict[tuple[Scope, str | None], list[Event]] = {}
-        for event in self.events:
+        for event in self.facts.timeline.events:
             if event.kind is EventKind.UPDATE:
                 out.setdefault((event.ctx.scope, event.scaler), []).append(event)
         return out
@@ -217,7 +220,7 @@ class ScalerFacts:
         if orders is None:
             orders = self._update_orders_memo[id(second)] = [update.order for update in updates]
         start, end = bisect_right(orders, first.order), bisect_left(orders, second.order)
-        return any(self.on_path(update.ctx, first.ctx) for update in updates[start:end])
+        return any(self.facts.tree.on_path(update.ctx, first.ctx) for update in updates[start:end])
 
     @cached_property
     def _update_orders_memo(self) -> dict[int, list[int]]:
@@ -232,14 +235,14 @@ class ScalerFacts:
     def still_in_force(self, event: Event, kind: EventKind) -> Event | None:
         """The first earlier ``kind`` call (``unscale_`` or ``step``) of ``event``'s scaler for the
         same optimizer that no ``update()`` has reset when ``event`` runs, on one path."""
-        for earlier in self.events_by_scope.get(event.ctx.scope, []):
+        for earlier in self.facts.timeline.events_by_scope.get(event.ctx.scope, []):
             if earlier.order >= event.order:
                 break
             if (
                 earlier.kind is kind
                 and earlier.scaler == event.scaler
                 and earlier.optimizer == event.optimizer
-                and self.on_path(earlier.ctx, event.ctx)
+                and self.facts.tree.on_path(earlier.ctx, event.ctx)
                 and not self.updated_between(earlier, event)
                 and not self.optimizer_rebound_per_pass(earlier, event)
             ):
@@ -249,18 +252,18 @@ class ScalerFacts:
     # -- scaled and unscaled losses
     def tensor_text(self, expr: cst.BaseExpression) -> str:
         """``expr``'s source without its own parentheses: ``(loss / n)`` and ``loss / n`` compare equal."""
-        return self.code(S.without_parens(expr)).strip()
+        return self.facts.code(S.without_parens(expr)).strip()
 
     def backward_after_discarded_scale(self, scale: Event) -> Event | None:
         """For a ``scaler.scale(loss)`` statement whose result is thrown away, a ``loss.backward()``
         statement directly after it on the same tensor (the two merge into one)."""
         args = S.positional_args(scale.call)
-        following = self.next_statement(scale.ctx.stmt)
+        following = self.facts.statements.next_statement(scale.ctx.stmt)
         if following is None or len(args) != 1 or scale.call.args[0].keyword:
             return None
         target = self.tensor_text(args[0].value)
         found = None
-        for other in self.events_by_scope.get(scale.ctx.scope, []):
+        for other in self.facts.timeline.events_by_scope.get(scale.ctx.scope, []):
             if (
                 other.kind is EventKind.BACKWARD
                 and other.ctx.stmt is following
@@ -274,10 +277,10 @@ class ScalerFacts:
     def discarded_scale_before(self, backward: Event) -> bool:
         """A thrown-away ``scaler.scale(x)`` statement runs before ``x.backward()``, on its path."""
         target = self.tensor_text(backward.call.func.value)
-        for event in self.events_by_scope.get(backward.ctx.scope, []):
+        for event in self.facts.timeline.events_by_scope.get(backward.ctx.scope, []):
             if event.order >= backward.order:
                 break
-            if event.kind is EventKind.SCALE and event.site.is_expression_statement and self.on_path(event.ctx, backward.ctx):
+            if event.kind is EventKind.SCALE and event.site.is_expression_statement and self.facts.tree.on_path(event.ctx, backward.ctx):
                 args = S.positional_args(event.call)
                 if args and self.tensor_text(args[0].value) == target:
                     return True
@@ -286,8 +289,8 @@ class ScalerFacts:
     def next_scaler_step(self, backward: Event) -> Event | None:
         """The first ``scaler.step`` after ``backward`` on its path, unless another backward, an
         optimizer step, ``update()`` or ``zero_grad()`` consumes or clears the gradients first."""
-        for event in self.events_by_scope.get(backward.ctx.scope, []):
-            if event.order <= backward.order or not self.on_path(event.ctx, backward.ctx):
+        for event in self.facts.timeline.events_by_scope.get(backward.ctx.scope, []):
+            if event.order <= backward.order or not self.facts.tree.on_path(event.ctx, backward.ctx):
                 continue
             if event.kind is EventKind.SCALER_STEP:
                 return event
@@ -305,7 +308,7 @@ class ScalerFacts:
                 return True
             if not info.constructions and "scale-backward" in info.evidence:
                 return True
-        return any(r.resolved and r.maybe_enabled for regions in self.autocast_regions.values() for r in regions)
+        return any(r.resolved and r.maybe_enabled for regions in self.facts.autocast.autocast_regions.values() for r in regions)
 
     def definite_scaler_seen_from(self, ctx: Context) -> bool:
         """An always-enabled GradScaler is built unconditionally where code at ``ctx`` sees it:
@@ -317,7 +320,7 @@ class ScalerFacts:
                     continue
                 if site.ctx.branches:
                     continue
-                if not self.same_variable(info.key, site.ctx, ctx) and site.ctx.scope.kind != "module":
+                if not self.facts.identity.same_variable(info.key, site.ctx, ctx) and site.ctx.scope.kind != "module":
                     continue
                 stmt = site.ctx.stmt
                 if isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.Assign) and stmt.body[0].value is not site.node:

@@ -12,16 +12,16 @@ JIT_SCRIPTING = frozenset({"torch.jit.script", "torch.jit.script_method", "torch
 
 
 class ScriptFacts:
-    """Mixed into :class:`~amplint.amp.facts.FileFacts`."""
+    """The ``facts.torchscript`` service of :class:`~amplint.amp.facts.FileFacts`."""
 
-    calls: list[CallSite]
-    functions: list[FunctionInfo]
+    def __init__(self, facts: "FileFacts") -> None:
+        self.facts = facts
 
     def is_scripted(self, function: FunctionInfo) -> bool:
         """``function`` is decorated with ``@torch.jit.script`` (or ``script_method``, ``interface``)."""
         for decorator in function.node.decorators:
             expr = decorator.decorator.func if isinstance(decorator.decorator, cst.Call) else decorator.decorator
-            if self.qualname(expr, function.ctx.scope) in JIT_SCRIPTING:
+            if self.facts.bindings.qualname(expr, function.ctx.scope) in JIT_SCRIPTING:
                 return True
         return False
 
@@ -29,6 +29,6 @@ class ScriptFacts:
     def uses_torchscript(self) -> bool:
         """The file scripts some code: ``torch.jit.script(f)`` or a scripted function. Any function
         it calls may then be compiled too, so its calls must stay valid TorchScript."""
-        return any(site.qualname in JIT_SCRIPTING for site in self.calls) or any(
-            self.is_scripted(function) for function in self.functions
+        return any(site.qualname in JIT_SCRIPTING for site in self.facts.calls) or any(
+            self.is_scripted(function) for function in self.facts.functions
         )

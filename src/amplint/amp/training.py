@@ -22,36 +22,39 @@ _RUN_WORDS = re.compile(
 
 
 class TrainingFacts:
-    """Mixed into :class:`~amplint.amp.facts.FileFacts`."""
+    """The ``facts.training`` service of :class:`~amplint.amp.facts.FileFacts`."""
+
+    def __init__(self, facts: "FileFacts") -> None:
+        self.facts = facts
 
     PER_STEP_NAMES = API.PER_STEP_NAMES
 
     def _scopes_with(self, kinds: tuple[EventKind, ...]) -> set[Scope]:
-        return {e.ctx.scope for e in self.events if e.kind in kinds}
+        return {e.ctx.scope for e in self.facts.timeline.events if e.kind in kinds}
 
     @cached_property
     def training_functions(self) -> set[Scope]:
         """Function scopes that (transitively, within this file) run a backward or an optimizer step."""
-        return self.callers_closure(self._scopes_with(TRAINING_KINDS))
+        return self.facts.callgraph.callers_closure(self._scopes_with(TRAINING_KINDS))
 
     @cached_property
     def backward_functions(self) -> set[Scope]:
         """Function scopes that (transitively, within this file) run a backward."""
-        return self.callers_closure(self._scopes_with(BACKWARD_KINDS))
+        return self.facts.callgraph.callers_closure(self._scopes_with(BACKWARD_KINDS))
 
     @cached_property
     def updating_functions(self) -> set[Scope]:
         """Function scopes that (transitively, within this file) call ``scaler.update()``."""
-        return self.callers_closure(self._scopes_with((EventKind.UPDATE,)))
+        return self.facts.callgraph.callers_closure(self._scopes_with((EventKind.UPDATE,)))
 
     def _loops_running(self, kinds: tuple[EventKind, ...], functions: set[Scope]) -> set[Loop]:
         """Loops whose body has an event of ``kinds`` or calls one of ``functions``."""
         out: set[Loop] = set()
-        for event in self.events:
+        for event in self.facts.timeline.events:
             if event.kind in kinds:
                 out.update(event.ctx.loops)
-        for site in self.calls:
-            if site.ctx.loops and self.calls_into(site, functions):
+        for site in self.facts.calls:
+            if site.ctx.loops and self.facts.callgraph.calls_into(site, functions):
                 out.update(site.ctx.loops)
         return out
 
@@ -70,10 +73,10 @@ class TrainingFacts:
         """Functions that run once per step or epoch: called inside a training loop here (not a
         loop over runs), or named for one pass (``fit_one_epoch``, ``train_on_batch``); never one
         that is a whole run itself (:meth:`runs_whole_training`)."""
-        out = {function.scope for function in self.functions if API.names_one_pass(function.node.name.value)}
-        for site in self.calls:
+        out = {function.scope for function in self.facts.functions if API.names_one_pass(function.node.name.value)}
+        for site in self.facts.calls:
             if self.training_loops_within_run(site.ctx):
-                out.update(function.scope for function in self.called_functions(site))
+                out.update(function.scope for function in self.facts.callgraph.called_functions(site))
         return {scope for scope in out if not self.runs_whole_training(scope)}
 
     def runs_whole_training(self, scope: Scope) -> bool:
@@ -83,7 +86,7 @@ class TrainingFacts:
             return True
         own = [loop for loop in self.training_loops if loop.scope is scope]
         return any(
-            inner is not outer and self.contains(outer.node, inner.node) and self.is_epoch_loop(outer)
+            inner is not outer and self.facts.tree.contains(outer.node, inner.node) and self.is_epoch_loop(outer)
             for inner in own for outer in own
         )
 
@@ -92,9 +95,9 @@ class TrainingFacts:
         data, micro-batches or retries."""
         node = loop.node
         if isinstance(node, cst.For):
-            header = self.code(node.target) + " " + self.code(node.iter)
-            return bool(_EPOCH_WORDS.search(header)) or re.match(r"\s*(t?range)\(", self.code(node.iter)) is not None
-        return bool(_EPOCH_WORDS.search(self.code(node.test)))
+            header = self.facts.code(node.target) + " " + self.facts.code(node.iter)
+            return bool(_EPOCH_WORDS.search(header)) or re.match(r"\s*(t?range)\(", self.facts.code(node.iter)) is not None
+        return bool(_EPOCH_WORDS.search(self.facts.code(node.test)))
 
     def outermost_training_loop(self, ctx: Context) -> Loop | None:
         """The outermost loop around ``ctx`` (same function) that runs training iterations."""
@@ -114,10 +117,10 @@ class TrainingFacts:
     def names_bound_in_loop(self, loop: Loop) -> set[str]:
         """Dotted names (re)bound in each iteration of ``loop``: loop targets and assignments in its body."""
         out: set[str] = set(loop.target_names)
-        for inner in self.loops:
-            if inner.scope is loop.scope and self.contains(loop.node, inner.node):
+        for inner in self.facts.loops:
+            if inner.scope is loop.scope and self.facts.tree.contains(loop.node, inner.node):
                 out |= inner.target_names
-        for assignment in self.assignments_in(loop.scope):
+        for assignment in self.facts.assignments_in(loop.scope):
             if loop in assignment.ctx.loops:
                 out.update(target.replace("[...]", "") for target in assignment.targets)
         return out
@@ -127,14 +130,14 @@ class TrainingFacts:
         """A loop over independent runs (folds, seeds, trials, a sweep): its header says so, or
         each pass builds a fresh optimizer."""
         node = loop.node
-        header = self.code(node.target) + " " + self.code(node.iter) if isinstance(node, cst.For) else self.code(node.test)
+        header = self.facts.code(node.target) + " " + self.facts.code(node.iter) if isinstance(node, cst.For) else self.facts.code(node.test)
         if _RUN_WORDS.search(header):
             return True
         return any(
             assignment.ctx.loops and assignment.ctx.loops[-1] is loop
             and isinstance(assignment.value, cst.Call)
-            and any(t in self.optimizer_builds or t in self.optimizers for t in assignment.targets)
-            for assignment in self.assignments_in(loop.scope)
+            and any(t in self.facts.optim.optimizer_builds or t in self.facts.optim.optimizers for t in assignment.targets)
+            for assignment in self.facts.assignments_in(loop.scope)
         )
 
     def training_loops_within_run(self, ctx: Context) -> list[Loop] | None:
@@ -155,10 +158,10 @@ class TrainingFacts:
     def builds_own_optimizer(self, scope: Scope) -> bool:
         """The function builds an optimizer (``opt = AdamW(...)``, ``self.optimizer = make(...)``),
         so it sets up a whole run; ``self.optimizers()`` (Lightning) only fetches them."""
-        for assignment in self.assignments:
+        for assignment in self.facts.assignments:
             if assignment.ctx.scope is scope and isinstance(assignment.value, cst.Call):
-                built = any(t in self.optimizer_builds for t in assignment.targets)
-                named = any(t in self.optimizers for t in assignment.targets) and not (
+                built = any(t in self.facts.optim.optimizer_builds for t in assignment.targets)
+                named = any(t in self.facts.optim.optimizers for t in assignment.targets) and not (
                     S.dotted(assignment.value.func) or ""
                 ).endswith("optimizers")
                 if built or named:
@@ -168,7 +171,7 @@ class TrainingFacts:
     # -- the branches of a step: AMP gates and accumulation boundaries
     def mentions_amp(self, expr: cst.CSTNode) -> bool:
         """The expression names something AMP-ish (``use_amp``, ``self.scaler``, ``args.fp16`` ...)."""
-        for word in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", self.code(expr)):
+        for word in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", self.facts.code(expr)):
             lowered = word.lower()
             if lowered in API.AMP_WORDS or any(part in API.AMP_WORDS for part in lowered.split("_")):
                 return True
@@ -184,7 +187,7 @@ class TrainingFacts:
                 continue
             if self.mentions_amp(branch.node.test):
                 return branch
-            for event in self.events_by_scope.get(ctx.scope, []):
+            for event in self.facts.timeline.events_by_scope.get(ctx.scope, []):
                 if event.kind in SCALER_KINDS and any(
                     eb.node is branch.node and eb.part != branch.part for eb in event.ctx.branches
                 ):
@@ -193,7 +196,7 @@ class TrainingFacts:
 
     def is_accumulation_test(self, test: cst.BaseExpression) -> bool:
         """``(i + 1) % accum == 0`` / ``step % grad_accum_steps == 0`` / ``accelerator.sync_gradients``."""
-        text = self.code(test)
+        text = self.facts.code(test)
         if "%" in text and not re.search(r"['\"]", text):
             return True
         lowered = text.lower()

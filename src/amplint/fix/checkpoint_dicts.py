@@ -32,9 +32,9 @@ def add_scaler_to_checkpoint(facts, ctx, checkpoint: Checkpoint, scalers: list[s
     if checkpoint.optimizer_subscript_stmts and checkpoint.variable is not None:
         # Completed key by key: add the scaler's line after the optimizer's.
         stmt = checkpoint.optimizer_subscript_stmts[-1]
-        if not isinstance(stmt, cst.SimpleStatementLine) or facts.statement_block(stmt) is None:
+        if not isinstance(stmt, cst.SimpleStatementLine) or facts.tree.statement_block(stmt) is None:
             return NoFix("the checkpoint is built in a statement the fix cannot extend")
-        written_key = facts.subscript_key_node(stmt)
+        written_key = facts.checkpoints.subscript_key_node(stmt)
         like = written_key if written_key is not None else like
         new = cst.parse_statement(f"{checkpoint.variable}[{D.quoted(key, like)}] = {scaler}.state_dict()\n")
         return Fix.safe(message, {stmt: E.insert_after(stmt, new)})
@@ -52,8 +52,8 @@ def scaler_unfit(facts, ctx, scalers: list[str], point: str, none_ok: bool = Fal
     if len(scalers) != 1:
         return "several scalers are in scope"
     scaler = scalers[0]
-    if not none_ok and facts.scaler_may_be_none(scaler, ctx):
+    if not none_ok and facts.checkpoints.scaler_may_be_none(scaler, ctx):
         return f"`{scaler}` may be None here"
-    if facts.scaler_created_at(scaler, ctx) > ctx.order:
+    if facts.checkpoints.scaler_created_at(scaler, ctx) > ctx.order:
         return f"`{scaler}` is created after {point}"
     return None

@@ -47,7 +47,7 @@ def save_scaler_file(facts, event, scaler: str) -> Fix | NoFix:
     """``torch.save(scaler.state_dict(), "scaler.pt")`` after the optimizer's ``torch.save`` at ``event``."""
     stmt = event.ctx.stmt
     if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr)
-            and stmt.body[0].value is event.call and facts.statement_block(stmt) is not None):
+            and stmt.body[0].value is event.call and facts.tree.statement_block(stmt) is not None):
         return NoFix("the optimizer is saved in a statement the fix cannot follow")
     path = scaler_path_like(S.argument(event.call, 1, "f"))
     if path is None:

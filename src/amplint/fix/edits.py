@@ -132,7 +132,7 @@ def movable_statement(model, event) -> cst.CSTNode | None:
     assert isinstance(stmt, cst.SimpleStatementLine)
     if not isinstance(stmt.body[0], cst.Expr) or stmt.body[0].value is not event.call:
         return None
-    found = model.statement_block(stmt)
+    found = model.tree.statement_block(stmt)
     if found is None or len(found[1]) < 2:
         return None
     return stmt
@@ -179,7 +179,7 @@ def move_before(outer: cst.CSTNode, stmt: cst.CSTNode) -> dict:
 
 def remove_statement(model, stmt: cst.CSTNode):
     """Replacement for ``stmt`` that deletes it, or ``pass`` when it is its block's only statement."""
-    block = model.statement_block(stmt)
+    block = model.tree.statement_block(stmt)
     if block is not None and len(block[1]) > 1:
         return cst.RemovalSentinel.REMOVE
     return stmt.with_changes(body=[cst.Pass()])

@@ -30,7 +30,7 @@ def rewrite_group(model, ref: Reference) -> tuple[str, ImportRecord | None]:
     plain ``import`` shares one per alias. A reference spelled out through ``torch`` (or bound
     by no import) changes alone and has no import to rewrite.
     """
-    binding = model.import_binding(ref.parts[0], ref.ctx.scope)
+    binding = model.bindings.import_binding(ref.parts[0], ref.ctx.scope)
     if binding is None:
         return f"use:{id(ref.node)}", None
     record, alias, target = binding

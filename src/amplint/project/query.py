@@ -76,7 +76,7 @@ class ProjectView:
         head = parts[0]
         facts = self.facts
         if head == "self" and len(parts) == 2:
-            function = facts.function_of(site.ctx.scope)
+            function = facts.callgraph.function_of(site.ctx.scope)
             owner = function.class_name if function is not None else None
             found = self.own.function(f"{owner}.{parts[1]}") if owner else None
             return Callee(found, "") if found is not None else None
@@ -97,7 +97,7 @@ class ProjectView:
         here; the path is "" for this file. ``building_scaler``: only a name that may build a
         GradScaler is looked for in the project."""
         parts = (site.func_text or "").split(".")
-        bindings = self.facts.bindings_of(parts[0], site.ctx.scope) if parts[0] else []
+        bindings = self.facts.bindings.bindings_of(parts[0], site.ctx.scope) if parts[0] else []
         if not bindings or any(b.scope.kind != "module" or b.kind.name not in _MODULE_LEVEL_KINDS for b in bindings):
             return None
         kinds = {b.kind.name for b in bindings}

@@ -203,7 +203,7 @@ class DeprecatedAmpApi(Rule):
     def check(self) -> Iterator[Violation]:
         facts = self.facts
         groups: dict[str, _Group] = {}
-        for ref, qualname in facts.deprecated_api_uses:
+        for ref, qualname in facts.compat.deprecated_api_uses:
             use = _Use(ref, qualname)
             self._plan_use(use)
             key, record = rewrite_group(facts, ref)
@@ -216,13 +216,13 @@ class DeprecatedAmpApi(Rule):
             group.uses.append(use)
         for group in groups.values():
             yield from self._report(group)
-        for unreported in facts.unreported_deprecated_imports:
+        for unreported in facts.compat.unreported_deprecated_imports:
             yield self._report_import(unreported)
 
     # -- planning one use
     def _plan_use(self, use: _Use) -> None:
         ref, replacement = use.ref, DEPRECATED_API[use.qualname]
-        use.reason = self.facts.torch_too_old_for(replacement.minimum_torch)
+        use.reason = self.facts.compat.torch_too_old_for(replacement.minimum_torch)
         if use.reason:
             return
         if replacement.legacy_function:
@@ -237,7 +237,7 @@ class DeprecatedAmpApi(Rule):
             return
         device, member = replacement.device, replacement.member
         new_ref = self._rewritten_reference(ref)
-        if member in ("GradScaler", "autocast") and self.facts.in_annotation(ref.node):
+        if member in ("GradScaler", "autocast") and self.facts.compat.in_annotation(ref.node):
             # The torch.amp classes are the bases of the old ones (since 2.3), so every value the
             # annotation allowed is still allowed.
             use.target, use.replacement = ref.node, new_ref
@@ -260,7 +260,7 @@ class DeprecatedAmpApi(Rule):
 
     def _rewritten_reference(self, ref: Reference) -> cst.BaseExpression:
         """The callee spelled through ``torch.amp`` when written through ``torch``; else unchanged."""
-        head_target = self.facts.lookup(ref.parts[0], ref.ctx.scope)
+        head_target = self.facts.bindings.lookup(ref.parts[0], ref.ctx.scope)
         if head_target == "torch" and len(ref.parts) >= 4 and ref.parts[1] in ("cuda", "cpu"):
             head = ref.node
             while isinstance(head, cst.Attribute):
@@ -294,7 +294,7 @@ class DeprecatedAmpApi(Rule):
         if group.rewrite.blocked or not group.rewrite.changes:
             return group.rewrite.blocked
         planned = {id(use.ref.node) for use in group.uses}
-        for ref in self.facts.references_through(group.record):
+        for ref in self.facts.import_uses.references_through(group.record):
             if id(ref.node) not in planned:
                 row = self.facts.position(ref.node).start.line
                 return f"`{ref.parts[0]}` is also used on line {row} in a way that is not rewritten"

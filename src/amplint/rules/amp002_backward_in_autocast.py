@@ -188,7 +188,7 @@ class BackwardInAutocast(Rule):
     def check(self) -> Iterator[Violation]:
         facts = self.facts
         offending: list[tuple[Event, cst.CSTNode]] = []
-        for event in facts.events:
+        for event in facts.timeline.events:
             regions = self._regions(event) if event.kind in _OFFENDING else None
             if regions:
                 offending.append((event, regions[-1].node))
@@ -205,7 +205,7 @@ class BackwardInAutocast(Rule):
     def _regions(self, event: Event) -> list:
         """The enabled autocast regions around the event that can be autocast (a ``with amp_autocast():``
         whose parameter only ever holds ``suppress`` is not one)."""
-        return [r for r in self.facts.enclosing_autocast(event.ctx) if r.may_be_autocast]
+        return [r for r in self.facts.autocast.enclosing_autocast(event.ctx) if r.may_be_autocast]
 
     def _message(self, event: Event, line: int) -> str:
         what = _WHAT.get(event.kind) or f"`{event.site.func_text or 'scaler.step'}()`"
@@ -231,7 +231,7 @@ class BackwardInAutocast(Rule):
         statements = list(body.body)
         first = len(statements)
         for event in events:
-            top = facts.top_statement_through_ifs(event.ctx.stmt, body)
+            top = facts.tree.top_statement_through_ifs(event.ctx.stmt, body)
             if top is None:
                 return NoFix("the statement is nested in another block of the `with` body")
             first = min(first, statements.index(top))
@@ -263,8 +263,8 @@ class BackwardInAutocast(Rule):
 
     def _safe_call(self, site: CallSite) -> bool:
         facts = self.facts
-        event = facts.event_by_call.get(site.node)
-        if event is not None and event.kind in _STEP_EVENTS or facts.inside_event_call(site, _STEP_EVENTS):
+        event = facts.timeline.event_by_call.get(site.node)
+        if event is not None and event.kind in _STEP_EVENTS or facts.timeline.inside_event_call(site, _STEP_EVENTS):
             return True
         call = site.node
         last = S.callee_last_name(call)

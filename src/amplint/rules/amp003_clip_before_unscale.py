@@ -245,9 +245,9 @@ class ClipBeforeUnscale(Rule):
         facts = self.facts
         plans: dict[Event, _StepPlan] = {}
         found: list[_Clip] = []
-        direct = [event for event in facts.events if event.kind is K.CLIP]
-        for event in facts.in_walk_order([*direct, *facts.clip_helper_calls]):
-            clip = self._examine(event, facts.events_by_scope.get(event.ctx.scope, []))
+        direct = [event for event in facts.timeline.events if event.kind is K.CLIP]
+        for event in facts.in_walk_order([*direct, *facts.timeline.clip_helper_calls]):
+            clip = self._examine(event, facts.timeline.events_by_scope.get(event.ctx.scope, []))
             if clip is not None:
                 found.append(clip)
                 plans.setdefault(clip.step, _StepPlan(clip.step)).clips.append(clip)
@@ -264,10 +264,10 @@ class ClipBeforeUnscale(Rule):
     # -- deciding
     def _examine(self, clip: Event, events: list[Event]) -> _Clip | None:
         facts, flow = self.facts, self.facts.control_flow
-        step = facts.next_scaler_step_in_function(clip)
+        step = facts.iterations.next_scaler_step_in_function(clip)
         if step is None or step.scaler is None:
             return None
-        if not facts.is_scaler(step.scaler) or facts.scaler_provably_disabled(step.scaler, step.ctx.scope):
+        if not facts.scaling.is_scaler(step.scaler) or facts.scaling.scaler_provably_disabled(step.scaler, step.ctx.scope):
             return None
         before = [e for e in events if e is not clip and flow.reaches(e.ctx, clip.ctx)]
         backwards = self._last_backwards(before, clip)
@@ -278,7 +278,7 @@ class ClipBeforeUnscale(Rule):
         if backward is None:
             # The backward runs in another method (``optimizer_step`` of a trainer class): only when
             # nothing in this file unscales this scaler elsewhere.
-            if facts.events_of(None, K.UNSCALE, step.scaler):
+            if facts.iterations.events_of(None, K.UNSCALE, step.scaler):
                 return None
             if any(e.kind is K.SCALE_BACKWARD and flow.between(clip.ctx, e.ctx, step.ctx) for e in events):
                 return None
@@ -287,7 +287,7 @@ class ClipBeforeUnscale(Rule):
             if unscale.kind is K.UNSCALE and (backward is None or flow.between(backward.ctx, unscale.ctx, clip.ctx)):
                 if optimizers is None or unscale.optimizer is None or unscale.optimizer in optimizers:
                     return None
-        if facts.may_unscale_between(backward.ctx if backward is not None else None, clip.ctx):
+        if facts.iterations.may_unscale_between(backward.ctx if backward is not None else None, clip.ctx):
             return None
         return _Clip(clip, step, optimizers, after_unscaled_too=len(scaled) < len(backwards))
 
@@ -301,11 +301,11 @@ class ClipBeforeUnscale(Rule):
 
     def _clipped_optimizers(self, clip: Event, step: Event) -> list[str] | None:
         """Optimizers whose parameters the clip touches, in step order; ``None`` when unknown."""
-        stepped = self.facts.stepped_optimizers(step)
+        stepped = self.facts.iterations.stepped_optimizers(step)
         if stepped is None or len(stepped) <= 1:
             return stepped or None
-        owner = self.facts.clip_parameter_owner(clip.call)
-        return self.facts.optimizers_owning(owner, stepped, clip.ctx.scope) or None
+        owner = self.facts.optim.clip_parameter_owner(clip.call)
+        return self.facts.iterations.optimizers_owning(owner, stepped, clip.ctx.scope) or None
 
     # -- fixing
     def _insert_point(self, clip: _Clip) -> cst.CSTNode | NoFix:
@@ -333,7 +333,7 @@ class ClipBeforeUnscale(Rule):
             target = extra[0].node
         if not isinstance(target, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
             return NoFix("the clip is not a statement of its own")
-        located = facts.statement_block(target)
+        located = facts.tree.statement_block(target)
         if located is None or not isinstance(located[0], (cst.IndentedBlock, cst.Module)):
             return NoFix("the clip is not a statement of its own")
         return target

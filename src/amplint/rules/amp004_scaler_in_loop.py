@@ -168,12 +168,12 @@ class ScalerInLoop(Rule):
 
     def check(self) -> Iterator[Violation]:
         facts = self.facts
-        for site in facts.scaler_construction_sites:
-            function = facts.function_of(site.ctx.scope)
+        for site in facts.scaling.scaler_construction_sites:
+            function = facts.callgraph.function_of(site.ctx.scope)
             name = function.node.name.value if function is not None else None
             if name is not None and _SETUP_NAME.match(name) or self._lazily_guarded(site):
                 continue
-            loops = facts.training_loops_within_run(site.ctx)
+            loops = facts.training.training_loops_within_run(site.ctx)
             if loops is None:
                 continue  # inside a loop over independent runs
             if loops:
@@ -202,7 +202,7 @@ class ScalerInLoop(Rule):
         return False
 
     def _per_step(self, scope: Scope) -> bool:
-        return self.facts.function_of(scope) is not None and scope in self.facts.per_step_functions
+        return self.facts.callgraph.function_of(scope) is not None and scope in self.facts.training.per_step_functions
 
     # -- fixing
     def _hoist(self, site: CallSite, outer: Loop) -> Fix | NoFix:
@@ -215,10 +215,10 @@ class ScalerInLoop(Rule):
             return NoFix("only a plain `scaler = GradScaler(...)` statement is moved automatically")
         target = facts.code(assign.targets[0].target).strip()
         for branch in site.ctx.branches:
-            if facts.contains(outer.node, branch.node) and not (isinstance(branch.node, cst.Try) and branch.part == "body"):
+            if facts.tree.contains(outer.node, branch.node) and not (isinstance(branch.node, cst.Try) and branch.part == "body"):
                 return NoFix("the scaler is built under a condition inside the loop")
-        bound = facts.names_bound_in_loop(outer) - {target}
-        for ref in facts.argument_references(site):
+        bound = facts.training.names_bound_in_loop(outer) - {target}
+        for ref in facts.callgraph.argument_references(site):
             if any(".".join(ref.parts[: i + 1]) in bound for i in range(len(ref.parts))):
                 return NoFix(f"its arguments use `{facts.code(ref.node)}`, which the loop changes")
         if any(
@@ -226,9 +226,9 @@ class ScalerInLoop(Rule):
             for a in facts.assignments_to(target, site.ctx.scope)
         ):
             return NoFix(f"`{target}` is assigned again inside the loop")
-        located = facts.statement_block(stmt)
+        located = facts.tree.statement_block(stmt)
         if located is None or len(located[1]) < 2:
             return NoFix("the statement is alone in its block")
-        if facts.statement_block(outer.node) is None:
+        if facts.tree.statement_block(outer.node) is None:
             return NoFix("the loop is not a statement of a block")
         return Fix.safe("Build the GradScaler once, before the training loop", E.move_before(outer.node, stmt))

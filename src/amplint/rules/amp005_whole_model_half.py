@@ -222,22 +222,22 @@ class WholeModelHalf(Rule):
 
     def _check_casts(self) -> Iterator[Violation]:
         facts = self.facts
-        if not facts.half_casts or not facts.uses_amp:
+        if not facts.casts.half_casts or not facts.scaling.uses_amp:
             return
-        for cast in facts.half_casts:
+        for cast in facts.casts.half_casts:
             ctx = cast.ctx
-            during_training = facts.cast_in_place_during_training(cast)
+            during_training = facts.casts.cast_in_place_during_training(cast)
             if during_training is not None:
                 yield self._cast_in_called_function(cast, *during_training)
                 continue
-            if facts.in_no_grad(ctx) or facts.in_inference_function(ctx) or cast.call in facts.casts_undone:
+            if facts.models.in_no_grad(ctx) or facts.casts.in_inference_function(ctx) or cast.call in facts.casts.casts_undone:
                 continue
-            keys = [key for key in facts.cast_modules(cast) if facts.is_trained_module(key, ctx)]
+            keys = [key for key in facts.casts.cast_modules(cast) if facts.casts.is_trained_module(key, ctx)]
             if not keys:
                 continue
-            if facts.training_after(ctx) is False:
+            if facts.casts.training_after(ctx) is False:
                 continue  # cast after training: export / inference tail
-            if ctx.branches and not facts.definite_scaler_seen_from(ctx):
+            if ctx.branches and not facts.scaling.definite_scaler_seen_from(ctx):
                 continue  # a half-precision mode next to an optional AMP mode: cannot tell
             problem = (
                 "GradScaler raises `ValueError: Attempting to unscale FP16 gradients.` and updates are rounded to float16"
@@ -252,7 +252,7 @@ class WholeModelHalf(Rule):
 
     def _cast_in_called_function(self, cast: HalfCast, caller: CallSite, model: str) -> Violation:
         facts = self.facts
-        function = facts.function_of(cast.ctx.scope).node.name.value  # type: ignore[union-attr]
+        function = facts.callgraph.function_of(cast.ctx.scope).node.name.value  # type: ignore[union-attr]
         message = (
             f"`{function}` casts the trained model to {cast.dtype} in place (`{self._short(cast)}`), and the training "
             f"loop calls it with `{model}` on line {facts.position(caller.node).start.line}: training goes on with "
@@ -295,11 +295,11 @@ class WholeModelHalf(Rule):
 
     def _check_hf(self) -> Iterator[Violation]:
         facts = self.facts
-        if not facts.half_precision_loads or not facts.trains_hf_in_fp16 or facts.uses_adapters_or_quantization:
+        if not facts.casts.half_precision_loads or not facts.casts.trains_hf_in_fp16 or facts.casts.uses_adapters_or_quantization:
             return
-        for site, dtype_arg in facts.half_precision_loads:
-            target = facts.assigned_name(site)
-            if target is None or not facts.trained_by_trainer(target, site.ctx):
+        for site, dtype_arg in facts.casts.half_precision_loads:
+            target = facts.statements.assigned_name(site)
+            if target is None or not facts.casts.trained_by_trainer(target, site.ctx):
                 continue
             keyword = dtype_arg.keyword.value  # type: ignore[union-attr]
             message = (

@@ -202,12 +202,12 @@ class ScalerStateNotCheckpointed(Rule):
 
     def check(self) -> Iterator[Violation]:
         reported: set[int] = set()
-        for event in self.facts.checkpoint_saves:
+        for event in self.facts.checkpoints.checkpoint_saves:
             violation = self._check_save(event)
             if violation is None:
                 continue
             # One dict saved several times (``latest.pt`` and ``best.pt``) is one finding.
-            checkpoint = self.facts.saved_checkpoint(event)
+            checkpoint = self.facts.checkpoints.saved_checkpoint(event)
             written = checkpoint.container if checkpoint is not None and checkpoint.container is not None else event
             if id(written) not in reported:
                 reported.add(id(written))
@@ -216,7 +216,7 @@ class ScalerStateNotCheckpointed(Rule):
             violation = self._check_state_method(method)
             if violation is not None:
                 yield violation
-        for event in self.facts.state_restores:
+        for event in self.facts.checkpoints.state_restores:
             violation = self._check_load(event) or self._check_unwritten_key(event)
             if violation is not None:
                 yield violation
@@ -228,9 +228,9 @@ class ScalerStateNotCheckpointed(Rule):
     # -- save side
     def _check_save(self, event: Event) -> Violation | None:
         facts = self.facts
-        scalers = facts.checkpointed_scalers(event.ctx)
-        checkpoint = facts.saved_checkpoint(event) if scalers else None
-        if checkpoint is None or facts.scaler_saved_beside(event, scalers):
+        scalers = facts.checkpoints.checkpointed_scalers(event.ctx)
+        checkpoint = facts.checkpoints.saved_checkpoint(event) if scalers else None
+        if checkpoint is None or facts.checkpoints.scaler_saved_beside(event, scalers):
             return None
         return self._check_checkpoint(event.call, checkpoint, scalers, event.ctx, lambda keys: self._save_fix(event, checkpoint, scalers, keys))
 
@@ -239,10 +239,10 @@ class ScalerStateNotCheckpointed(Rule):
         facts = self.facts
         if checkpoint.has_spread:
             return None
-        optimizer_keys = [key for key, value, _ in checkpoint.items if facts.is_optimizer_state(key, value)]
-        if not optimizer_keys or facts.holds_scaler_state(checkpoint, scalers):
+        optimizer_keys = [key for key, value, _ in checkpoint.items if facts.checkpoints.is_optimizer_state(key, value)]
+        if not optimizer_keys or facts.checkpoints.holds_scaler_state(checkpoint, scalers):
             return None
-        has_model = any(facts.is_model_state(key, value) for key, value, _ in checkpoint.items)
+        has_model = any(facts.checkpoints.is_model_state(key, value) for key, value, _ in checkpoint.items)
         names = ", ".join(f"`{s}`" for s in scalers)
         message = (
             f"{where} saves the optimizer{' and model' if has_model else ''} state but not the GradScaler's "
@@ -253,8 +253,8 @@ class ScalerStateNotCheckpointed(Rule):
 
     def _check_state_method(self, method) -> Violation | None:
         """``def state_dict(self): return {...}`` of a class whose GradScaler is left out."""
-        scalers = self.facts.checkpointed_scalers(method.ctx)
-        checkpoint = self.facts.checkpoint_value(method.value, method.ctx) if scalers else None
+        scalers = self.facts.checkpoints.checkpointed_scalers(method.ctx)
+        checkpoint = self.facts.checkpoints.checkpoint_value(method.value, method.ctx) if scalers else None
         if checkpoint is None:
             return None
         where = f"`{method.function.class_name}.state_dict`"
@@ -275,10 +275,10 @@ class ScalerStateNotCheckpointed(Rule):
     # -- load side
     def _check_load(self, event: Event) -> Violation | None:
         facts = self.facts
-        if not facts.restores_optimizer(event):
+        if not facts.checkpoints.restores_optimizer(event):
             return None
-        scalers = facts.checkpointed_scalers(event.ctx)
-        if not scalers or facts.scaler_restored_beside(event, scalers):
+        scalers = facts.checkpoints.checkpointed_scalers(event.ctx)
+        if not scalers or facts.checkpoints.scaler_restored_beside(event, scalers):
             return None
         names = ", ".join(f"`{s}`" for s in scalers)
         message = (
@@ -293,13 +293,13 @@ class ScalerStateNotCheckpointed(Rule):
             return NoFix(reason)
         scaler = scalers[0]
         stmt = event.ctx.stmt
-        if not isinstance(stmt, cst.SimpleStatementLine) or self.facts.statement_block(stmt) is None:
+        if not isinstance(stmt, cst.SimpleStatementLine) or self.facts.tree.statement_block(stmt) is None:
             return NoFix("the optimizer is restored in a statement the fix cannot follow")
-        lookup = self.facts.checkpoint_lookup(event)
+        lookup = self.facts.checkpoints.checkpoint_lookup(event)
         if lookup is None:
             return load_scaler_file(self.facts, event, scaler, stmt)
         checkpoint, optimizer_key, key_node = lookup
-        key = self.facts.saved_scaler_key(scaler, optimizer_key) or scaler_key_like(optimizer_key)
+        key = self.facts.checkpoints.saved_scaler_key(scaler, optimizer_key) or scaler_key_like(optimizer_key)
         literal = D.quoted(key, key_node)
         new = cst.parse_statement(f"if {literal} in {checkpoint}:\n    {scaler}.load_state_dict({checkpoint}[{literal}])\n")
         message = f'Restore `{scaler}` from {checkpoint}["{key}"] after the optimizer'
@@ -324,7 +324,7 @@ class ScalerStateNotCheckpointed(Rule):
         site, callee = helper.site, helper.callee
         scalers = list(helper.scalers)
         if helper.whole is not None:
-            checkpoint = self.facts.checkpoint_value(helper.whole, site.ctx)
+            checkpoint = self.facts.checkpoints.checkpoint_value(helper.whole, site.ctx)
             if checkpoint is None:
                 return None
             where = f"The checkpoint handed to {callee.where}"

@@ -120,16 +120,16 @@ class OptimizerStepBypassesScaler(Rule):
 
     def check(self) -> Iterator[Violation]:
         facts = self.facts
-        for events in facts.events_by_scope.values():
+        for events in facts.timeline.events_by_scope.values():
             for event in events:
                 if event.kind != EventKind.OPTIMIZER_STEP or event.call.args:
                     continue  # ``optimizer.step(closure)``: LBFGS-style, the closure owns the backward
                 backwards = self._scaled_backwards(event, events)
                 if not backwards:
                     continue
-                if facts.amp_gate(event.ctx, backwards[0].ctx) is not None:
+                if facts.training.amp_gate(event.ctx, backwards[0].ctx) is not None:
                     continue  # the non-AMP path of an ``if use_amp`` / ``if scaler is not None`` test
-                scalers = sorted({facts.backward_scaler(b) or "" for b in backwards})
+                scalers = sorted({facts.scaling.backward_scaler(b) or "" for b in backwards})
                 line = facts.position(backwards[0].call).start.line
                 optimizer = event.optimizer or facts.code(event.call.func.value)  # type: ignore[attr-defined]
                 scaler = scalers[0] if len(scalers) == 1 else None
@@ -169,7 +169,7 @@ class OptimizerStepBypassesScaler(Rule):
         if any(e.kind == EventKind.UNSCALE and e.optimizer == step.optimizer for e in live):
             return []
         backwards = [e for e in live if e.kind in BACKWARD_KINDS]
-        scaled = [(e, facts.backward_scaler(e)) for e in backwards]
+        scaled = [(e, facts.scaling.backward_scaler(e)) for e in backwards]
         plain = [e.ctx for e, scaler in scaled if scaler is None]
         found = []
         for event, scaler in scaled:
@@ -179,7 +179,7 @@ class OptimizerStepBypassesScaler(Rule):
                 continue
             if any(flow.between(event.ctx, p, step.ctx) for p in plain):
                 return []  # an unscaled backward after it on the way to the step: mixed, stay silent
-            if facts.scaler_provably_disabled(scaler, event.ctx.scope):
+            if facts.scaling.scaler_provably_disabled(scaler, event.ctx.scope):
                 return []
             found.append(event)
         return found[::-1]

@@ -173,9 +173,9 @@ class UnscaledBackward(Rule):
 
     def check(self) -> Iterator[Violation]:
         facts = self.facts
-        for events in facts.events_by_scope.values():
+        for events in facts.timeline.events_by_scope.values():
             discarded = [e for e in events if e.kind is EventKind.SCALE and e.site.is_expression_statement]
-            merged = {facts.backward_after_discarded_scale(scale) for scale in discarded}
+            merged = {facts.scaling.backward_after_discarded_scale(scale) for scale in discarded}
             for scale in discarded:
                 yield self._discarded_scale(scale)
             for event in events:
@@ -192,7 +192,7 @@ class UnscaledBackward(Rule):
             f"`{facts.code(call)}` discards its result: `scale` returns a new tensor and leaves the loss "
             f"unscaled; call `.backward()` on it"
         )
-        backward = facts.backward_after_discarded_scale(scale)
+        backward = facts.scaling.backward_after_discarded_scale(scale)
         if backward is None:
             return self.violation(call, message, fix=NoFix("no `.backward()` on the same tensor follows directly"))
         func = backward.call.func
@@ -210,7 +210,7 @@ class UnscaledBackward(Rule):
         call = event.call
         if S.positional_args(call) or S.has_star_args(call):
             return None  # ``accelerator.backward(loss)`` / ``x.backward(grad)``: a wrapper or a vector-Jacobian product
-        if facts.backward_scaler(event) is not None:
+        if facts.scaling.backward_scaler(event) is not None:
             return None
         func = call.func
         if not isinstance(func, cst.Attribute):
@@ -218,12 +218,12 @@ class UnscaledBackward(Rule):
         receiver_text = facts.code(func.value)
         if "scale" in receiver_text.lower():
             return None  # ``scaled_loss.backward()``, ``self.scale_loss(loss).backward()``
-        step = facts.next_scaler_step(event)
-        if step is None or step.scaler is None or facts.is_disabled_scaler(step.scaler):
+        step = facts.scaling.next_scaler_step(event)
+        if step is None or step.scaler is None or facts.scaling.is_disabled_scaler(step.scaler):
             return None
-        if facts.amp_gate(event.ctx, step.ctx) is not None:
+        if facts.training.amp_gate(event.ctx, step.ctx) is not None:
             return None  # the non-AMP path: ``if use_amp: ... else: loss.backward()``
-        if facts.discarded_scale_before(event):
+        if facts.scaling.discarded_scale_before(event):
             return None  # reported once, at the discarded ``scaler.scale(loss)``
         scaler = step.scaler
         loss = S.without_parens(func.value)

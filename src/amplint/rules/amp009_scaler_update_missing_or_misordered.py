@@ -198,14 +198,14 @@ class ScalerUpdateMissingOrMisordered(Rule):
 
     def check(self) -> Iterator[Violation]:
         facts = self.facts
-        for events in facts.events_by_scope.values():
+        for events in facts.timeline.events_by_scope.values():
             for update in events:
                 if update.kind is K.UPDATE and self._enabled(update):
                     violation = self._misordered_update(update, events) or self._update_per_optimizer(update, events)
                     if violation is not None:
                         yield violation
             done: set[tuple[str, int]] = set()
-            for skip in facts.overflow_skips:
+            for skip in facts.overflow.overflow_skips:
                 if skip.ctx.scope is events[0].ctx.scope:
                     yield self._overflow_skip(skip)
             for step in events:
@@ -215,30 +215,30 @@ class ScalerUpdateMissingOrMisordered(Rule):
                         yield violation
 
     def _enabled(self, event: Event) -> bool:
-        return event.scaler is not None and not self.facts.scaler_provably_disabled(event.scaler, event.ctx.scope)
+        return event.scaler is not None and not self.facts.scaling.scaler_provably_disabled(event.scaler, event.ctx.scope)
 
     # -- update() before the step, or between two optimizers' steps
     def _misordered_update(self, update: Event, events: list[Event]) -> Violation | None:
         facts = self.facts
         scaler = update.scaler
-        steps = facts.steps_beside(update)
-        if not steps or facts.iteration_loop(update.ctx) is None and not any(e.kind in BACKWARD_KINDS for e in events):
+        steps = facts.iterations.steps_beside(update)
+        if not steps or facts.training.iteration_loop(update.ctx) is None and not any(e.kind in BACKWARD_KINDS for e in events):
             return None
         flow = facts.control_flow
         before = [s for s in steps if flow.reaches(s.ctx, update.ctx)]
         after = [s for s in steps if flow.reaches(update.ctx, s.ctx)]
         if not after:
             return None
-        if facts.backward_between(update, after[0]):
+        if facts.iterations.backward_between(update, after[0]):
             return None  # a new scale/step/update cycle starts before the next step
         if not set(update.ctx.branches) <= set(after[0].ctx.branches):
             return None  # ``if step > 0: scaler.update()`` and the like: a guarded update
         next_line = facts.position(after[0].call).start.line
         if not before:
-            acc = facts.accumulation_branch(after[0].ctx)
-            if acc is not None and not facts.under_same_condition(update.ctx, acc):
+            acc = facts.training.accumulation_branch(after[0].ctx)
+            if acc is not None and not facts.tree.under_same_condition(update.ctx, acc):
                 return None  # AMP012: update per micro-batch, step under the accumulation test
-            if facts.iteration_loop(update.ctx) is None:
+            if facts.training.iteration_loop(update.ctx) is None:
                 return None  # straight-line code in a helper: the caller may have stepped
             message = (
                 f"`{scaler}.update()` runs before `{scaler}.step({after[0].optimizer or '...'})` (line "
@@ -272,7 +272,7 @@ class ScalerUpdateMissingOrMisordered(Rule):
         ))
 
     def _update_per_optimizer(self, update: Event, events: list[Event]) -> Violation | None:
-        loop = self.facts.optimizer_loop_updating(update)
+        loop = self.facts.iterations.optimizer_loop_updating(update)
         if loop is None:
             return None
         message = (
@@ -282,7 +282,7 @@ class ScalerUpdateMissingOrMisordered(Rule):
             "unscaled); update once after the loop"
         )
         stmt = E.movable_statement(self.facts, update)
-        if stmt is None or any(not self.facts.contains(b.node, loop.node) for b in update.ctx.branches):
+        if stmt is None or any(not self.facts.tree.contains(b.node, loop.node) for b in update.ctx.branches):
             fix = NoFix("the update runs under a condition inside the loop: move it after the loop under that condition")
         else:
             fix = Fix.safe(f"Move `{update.scaler}.update()` after the loop over optimizers", E.move_after(loop.node, stmt))
@@ -295,10 +295,10 @@ class ScalerUpdateMissingOrMisordered(Rule):
         anchor = E.anchor_statement(last)
         if stmt is None or anchor is None:
             return NoFix("the update or the step is not a plain statement of its own")
-        if facts.update_on_every_path_after(last):
+        if facts.iterations.update_on_every_path_after(last):
             return Fix.safe(f"Remove this `{update.scaler}.update()` (one follows the last step)", {stmt: cst.RemovalSentinel.REMOVE})
         if any(u is not update and facts.control_flow.reaches(last.ctx, u.ctx)
-               for u in facts.events_of(last.ctx.scope, K.UPDATE, update.scaler)):
+               for u in facts.iterations.events_of(last.ctx.scope, K.UPDATE, update.scaler)):
             return NoFix("another `update()` follows the last step on some paths only: keep exactly one after each step")
         if not all(facts.control_flow.may_run_together(s.ctx, last.ctx) for s in steps if s.ctx.stmt is not None) or not self._one_block(steps):
             return NoFix("the steps sit in different blocks")
@@ -308,13 +308,13 @@ class ScalerUpdateMissingOrMisordered(Rule):
         )
 
     def _one_block(self, steps: list[Event]) -> bool:
-        return self.facts.in_one_block([s.ctx.stmt for s in steps])
+        return self.facts.tree.in_one_block([s.ctx.stmt for s in steps])
 
     # -- step() with no update() after it
     def _missing_update(self, step: Event, done: set[tuple[str, int]]) -> Violation | None:
         facts = self.facts
         scaler = step.scaler
-        iteration = facts.iteration_of(step)
+        iteration = facts.iterations.iteration_of(step)
         if iteration is None:
             return None
         key = (scaler, id(iteration.loop) if iteration.loop is not None else 0)
@@ -326,7 +326,7 @@ class ScalerUpdateMissingOrMisordered(Rule):
             for u in iteration.of(K.UPDATE)
         ):
             return None  # an update in the iteration (a misplaced one is reported at the update)
-        if facts.update_may_follow(step, iteration):
+        if facts.iterations.update_may_follow(step, iteration):
             return None
         steps = [e for e in iteration.of(K.SCALER_STEP) if e.scaler == scaler and facts.control_flow.may_run_together(e.ctx, step.ctx)]
         if step is not steps[-1]:
@@ -348,7 +348,7 @@ class ScalerUpdateMissingOrMisordered(Rule):
         if not self._one_block(steps):
             return NoFix("the steps sit in different blocks")
         outside = [
-            u for u in facts.events_of(last.ctx.scope, K.UPDATE, scaler)
+            u for u in facts.iterations.events_of(last.ctx.scope, K.UPDATE, scaler)
             if u not in iteration.events and facts.control_flow.reaches(last.ctx, u.ctx)
         ]
         if not outside:

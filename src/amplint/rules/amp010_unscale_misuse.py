@@ -142,17 +142,17 @@ class UnscaleMisuse(Rule):
     )
 
     def check(self) -> Iterator[Violation]:
-        for event in self.facts.events:
+        for event in self.facts.timeline.events:
             if event.kind is not EventKind.UNSCALE or event.scaler is None or event.optimizer is None:
                 continue
-            if self.facts.is_disabled_scaler(event.scaler):
+            if self.facts.scaling.is_disabled_scaler(event.scaler):
                 continue
             message = self._twice(event) or self._after_step(event) or self._per_microbatch(event)
             if message:
                 yield self.violation(event.call, message, fix=NoFix("choose which call to keep"))
 
     def _twice(self, event: Event) -> str | None:
-        earlier = self.facts.still_in_force(event, EventKind.UNSCALE)
+        earlier = self.facts.scaling.still_in_force(event, EventKind.UNSCALE)
         if earlier is None:
             return None
         return (
@@ -162,7 +162,7 @@ class UnscaleMisuse(Rule):
         )
 
     def _after_step(self, event: Event) -> str | None:
-        step = self.facts.still_in_force(event, EventKind.SCALER_STEP)
+        step = self.facts.scaling.still_in_force(event, EventKind.SCALER_STEP)
         if step is None:
             return None
         return (
@@ -174,11 +174,11 @@ class UnscaleMisuse(Rule):
     def _per_microbatch(self, event: Event) -> str | None:
         """``unscale_`` in the micro-batch loop while ``update()`` runs once per accumulated batch."""
         facts = self.facts
-        loop = facts.iteration_loop(event.ctx)
-        if loop is None or facts.optimizer_rebound_per_pass(event):
+        loop = facts.training.iteration_loop(event.ctx)
+        if loop is None or facts.scaling.optimizer_rebound_per_pass(event):
             return None
         scaler = event.scaler
-        updates = facts.scaler_updates_on_path(event)
+        updates = facts.scaling.scaler_updates_on_path(event)
         inside = [u for u in updates if loop in u.ctx.loops]
         if not inside:
             after = [u for u in updates if facts.control_flow.reaches(event.ctx, u.ctx)]
@@ -190,10 +190,10 @@ class UnscaleMisuse(Rule):
                 f"pass raises `{protocol.UNSCALE_TWICE}`; unscale once, before clipping and `step`"
             )
         for update in inside:
-            boundary = facts.accumulation_branch(update.ctx)
-            if boundary is None or facts.under_same_condition(event.ctx, boundary):
+            boundary = facts.training.accumulation_branch(update.ctx)
+            if boundary is None or facts.tree.under_same_condition(event.ctx, boundary):
                 return None
-            if not facts.contains(loop.node, boundary.node):
+            if not facts.tree.contains(loop.node, boundary.node):
                 return None
         test = facts.code(boundary.node.test)  # type: ignore[attr-defined]
         return (

@@ -91,22 +91,22 @@ class ScalerWithBf16(Rule):
 
     def check(self) -> Iterator[Violation]:
         facts = self.facts
-        if not facts.scalers:
+        if not facts.scaling.scalers:
             return
-        regions = [r for rs in facts.autocast_regions.values() for r in rs if r.enabled is not False]
+        regions = [r for rs in facts.autocast.autocast_regions.values() for r in rs if r.enabled is not False]
         if not regions or any(not self._without_float16(r) for r in regions):
             return
         if not any("bfloat16" in r.dtypes for r in regions):
             return
-        gates = {facts.flat(r.enabled_node) if r.enabled is None and r.enabled_node is not None else None for r in regions}
+        gates = {facts.tree.flat(r.enabled_node) if r.enabled is None and r.enabled_node is not None else None for r in regions}
         dtypes = " (or float32)" if any("float32" in r.dtypes for r in regions) else ""
         otherwise = f"but every autocast region in this file runs in bfloat16{dtypes}"
-        for info in facts.scalers.values():
+        for info in facts.scaling.scalers.values():
             for site in info.constructions:
                 if S.has_star_args(site.node) or len(S.positional_args(site.node)) > 2:
                     continue
                 enabled = S.keyword_arg_value(site.node, "enabled")
-                gated = enabled is not None and S.bool_value(enabled) is None and gates == {facts.flat(enabled)}
+                gated = enabled is not None and S.bool_value(enabled) is None and gates == {facts.tree.flat(enabled)}
                 if enabled is not None and S.bool_value(enabled) is not True and not gated:
                     continue
                 when = f"exactly when `{facts.code(enabled)}` enables the autocast regions, which run in bfloat16{dtypes}" \

@@ -115,7 +115,7 @@ class UpdatePerMicrobatch(Rule):
 
     def check(self) -> Iterator[Violation]:
         facts = self.facts
-        for events in facts.events_by_scope.values():
+        for events in facts.timeline.events_by_scope.values():
             for event in events:
                 if event.kind == EventKind.UPDATE and event.scaler is not None:
                     violation = self._check_update(event, events)
@@ -125,9 +125,9 @@ class UpdatePerMicrobatch(Rule):
     def _check_update(self, update: Event, events: list[Event]) -> Violation | None:
         facts = self.facts
         scaler = update.scaler
-        if facts.scaler_provably_disabled(scaler, update.ctx.scope):
+        if facts.scaling.scaler_provably_disabled(scaler, update.ctx.scope):
             return None
-        loop = facts.iteration_loop(update.ctx)
+        loop = facts.training.iteration_loop(update.ctx)
         if loop is None:
             return None
         in_loop = [e for e in events if loop in e.ctx.loops and facts.control_flow.may_run_together(e.ctx, update.ctx)]
@@ -136,17 +136,17 @@ class UpdatePerMicrobatch(Rule):
             return None
         branches: list[Branch] = []
         for step in steps:
-            acc = facts.accumulation_branch(step.ctx)
-            if acc is None or not facts.contains(loop.node, acc.node):
+            acc = facts.training.accumulation_branch(step.ctx)
+            if acc is None or not facts.tree.contains(loop.node, acc.node):
                 return None
-            if facts.under_same_condition(update.ctx, acc):
+            if facts.tree.under_same_condition(update.ctx, acc):
                 return None
             branches.append(acc)
         # ``unscale_`` outside the condition records inf checks too: then update() does not assert
         # (AMP010 reports the per-micro-batch unscale_).
         for event in in_loop:
             if event.kind == EventKind.UNSCALE and event.scaler == scaler and not any(
-                facts.under_same_condition(event.ctx, b) for b in branches
+                facts.tree.under_same_condition(event.ctx, b) for b in branches
             ):
                 return None
         acc = branches[-1]
@@ -162,12 +162,12 @@ class UpdatePerMicrobatch(Rule):
         if stmt is None or anchor is None:
             return self.violation(update.call, message, fix=NoFix("the update or the step is not a plain statement of its own"))
         if any(b.node is not acc.node for b in branches) or not all(
-            facts.statement_block(s.ctx.stmt) == facts.statement_block(anchor) for s in steps if s.ctx.stmt is not None
+            facts.tree.statement_block(s.ctx.stmt) == facts.tree.statement_block(anchor) for s in steps if s.ctx.stmt is not None
         ):
             return self.violation(update.call, message, fix=NoFix("the steps sit under different conditions"))
         already = [
             e for e in in_loop
-            if e.kind == EventKind.UPDATE and e.scaler == scaler and e is not update and facts.under_same_condition(e.ctx, acc)
+            if e.kind == EventKind.UPDATE and e.scaler == scaler and e is not update and facts.tree.under_same_condition(e.ctx, acc)
             and facts.control_flow.on_every_path(last.ctx, e.ctx)
         ]
         if already:

@@ -166,22 +166,22 @@ class Fp16AutocastWithoutScaler(Rule):
     def check(self) -> Iterator[Violation]:
         facts = self.facts
         by_scope: dict[Scope, list[cst.With]] = {}
-        for node, regions in facts.autocast_regions.items():
+        for node, regions in facts.autocast.autocast_regions.items():
             ctx = facts.with_contexts.get(node) if isinstance(node, cst.With) else None
-            if ctx is not None and not facts.in_no_grad(ctx) and self._may_run_float16(regions):
+            if ctx is not None and not facts.models.in_no_grad(ctx) and self._may_run_float16(regions):
                 by_scope.setdefault(ctx.scope, []).append(node)
         for scope, withs in by_scope.items():
-            events = facts.events_by_scope.get(scope, [])
+            events = facts.timeline.events_by_scope.get(scope, [])
             reported: set[cst.CSTNode] = set()
             for event in events:
-                if event.kind != EventKind.BACKWARD or not facts.loss_computed_under(event, withs):
+                if event.kind != EventKind.BACKWARD or not facts.loss_scaling.loss_computed_under(event, withs):
                     continue
-                unit = facts.training_unit(event.ctx)
-                steps = any(e.kind == EventKind.OPTIMIZER_STEP and facts.within(e.call, unit) for e in events)
-                if unit in reported or not steps or facts.loss_scaling_in(event):
+                unit = facts.loop_scaling.training_unit(event.ctx)
+                steps = any(e.kind == EventKind.OPTIMIZER_STEP and facts.tree.within(e.call, unit) for e in events)
+                if unit in reported or not steps or facts.loop_scaling.loss_scaling_in(event):
                     continue
                 reported.add(unit)
-                chosen = any(r.dtypes != {"float16"} for w in withs for r in facts.autocast_regions[w])
+                chosen = any(r.dtypes != {"float16"} for w in withs for r in facts.autocast.autocast_regions[w])
                 under = "an autocast that may run in float16" if chosen else "float16 autocast"
                 yield self.violation(
                     event.call,

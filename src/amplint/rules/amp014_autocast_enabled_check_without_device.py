@@ -148,13 +148,13 @@ class AutocastEnabledCheckWithoutDevice(Rule):
 
     def check(self) -> Iterator[Violation]:
         facts = self.facts
-        for site in facts.autocast_state_checks:
+        for site in facts.devices.autocast_state_checks:
             if site.node.args or site.in_decorator:
                 continue
-            function = facts.function_of(site.ctx.scope)
-            if function is not None and facts.is_scripted(function):
+            function = facts.callgraph.function_of(site.ctx.scope)
+            if function is not None and facts.torchscript.is_scripted(function):
                 continue  # TorchScript rejects the device argument
-            if facts.runs_on_cuda_evidently(site) or facts.device_check_fallback(site) or self._cuda_meant(site):
+            if facts.devices.runs_on_cuda_evidently(site) or facts.devices.device_check_fallback(site) or self._cuda_meant(site):
                 continue
             message = (
                 "`torch.is_autocast_enabled()` without a device type reports CUDA autocast only (it reads "
@@ -163,7 +163,7 @@ class AutocastEnabledCheckWithoutDevice(Rule):
             hint = self._device_hint(site.ctx.scope)
             if hint is not None:
                 message += f"; {hint}"
-            if facts.uses_torchscript:
+            if facts.torchscript.uses_torchscript:
                 fix = NoFix("this file uses TorchScript, which rejects the device argument")
             else:
                 fix = Fix.safe('Pass `"cuda"`', {site.node: site.node.with_changes(args=[E.positional(E.string_literal("cuda"))])})
@@ -174,9 +174,9 @@ class AutocastEnabledCheckWithoutDevice(Rule):
         check's own statement (an ``if`` with its body) reads only the GPU autocast dtype or opens
         a CUDA region: the CUDA-only answer is meant."""
         facts = self.facts
-        names = {s.qualname for s in facts.calls_by_scope.get(site.ctx.scope, [])}
+        names = {s.qualname for s in facts.callgraph.calls_by_scope.get(site.ctx.scope, [])}
         cpu_checks = [
-            s for s in facts.autocast_state_checks
+            s for s in facts.devices.autocast_state_checks
             if s.ctx.scope is site.ctx.scope and S.string_value(S.argument(s.node, 0, "device_type")) == "cpu"
         ]
         if "torch.is_autocast_cpu_enabled" in names or cpu_checks:
@@ -194,7 +194,7 @@ class AutocastEnabledCheckWithoutDevice(Rule):
 
     def _device_hint(self, scope: Scope) -> str | None:
         """What to tell the user about the device type the function has at hand, if any."""
-        found = self.facts.device_type_at_hand(scope)
+        found = self.facts.devices.device_type_at_hand(scope)
         if found is None:
             return None
         how, node = found

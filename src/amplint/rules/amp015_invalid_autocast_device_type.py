@@ -165,7 +165,7 @@ class InvalidAutocastDeviceType(Rule):
     )
 
     def check(self) -> Iterator[Violation]:
-        for autocast in self.facts.autocast_calls:
+        for autocast in self.facts.autocast.autocast_calls:
             node = autocast.region.device_node
             if node is None:
                 continue
@@ -199,7 +199,7 @@ class InvalidAutocastDeviceType(Rule):
                 f'`{self.facts.code(node)}`: an indexed string bypasses autocast\'s availability check',
                 replacement=cst.SimpleString(f'"{kind}"'),
             )
-        if isinstance(node, cst.Call) and self.facts.qualname(node.func, scope) == _TORCH_DEVICE:
+        if isinstance(node, cst.Call) and self.facts.bindings.qualname(node.func, scope) == _TORCH_DEVICE:
             return self._judge_device_call(node)
         key = S.dotted(node)
         return self._judge_variable(key, scope) if key is not None else None
@@ -224,7 +224,7 @@ class InvalidAutocastDeviceType(Rule):
 
     def _judge_variable(self, key: str, scope: Scope) -> _Verdict | None:
         """A variable every value of which is a ``torch.device(...)`` call or a string literal."""
-        values = self.facts.assigned_alternatives(key, scope, booleans=False)
+        values = self.facts.values.assigned_alternatives(key, scope, booleans=False)
         if not values or not all(self._is_device_call(v) or isinstance(v, cst.SimpleString) for _, v in values):
             return None
         device_calls = [assignment for assignment, value in values if isinstance(value, cst.Call)]

@@ -130,17 +130,17 @@ class BceUnderAutocast(Rule):
 
     def check(self) -> Iterator[Violation]:
         facts = self.facts
-        uses = [(site, "F.binary_cross_entropy") for site in facts.calls_to(_BCE_FUNCTIONS)]
-        uses += [(site, "BCELoss") for site in facts.instance_calls(_BCE_CLASSES) if site.qualname not in _BCE_FUNCTIONS]
+        uses = [(site, "F.binary_cross_entropy") for site in facts.call_index.calls_to(_BCE_FUNCTIONS)]
+        uses += [(site, "BCELoss") for site in facts.values.instance_calls(_BCE_CLASSES) if site.qualname not in _BCE_FUNCTIONS]
         for site, kind in uses:
             better = _LOGITS_VARIANT[kind]
-            reach = facts.cuda_autocast_reaching(site)
+            reach = facts.autocast.cuda_autocast_reaching(site)
             if reach is None:
                 continue
             if reach.caller is None:
                 reason = f"autocast region on line {facts.position(reach.region.node).start.line}"
             else:
-                function = facts.function_of(site.ctx.scope)
+                function = facts.callgraph.function_of(site.ctx.scope)
                 line = facts.position(reach.caller.node).start.line
                 reason = f"`{function.node.name.value}` is called under CUDA autocast on line {line}"
             yield self.violation(

@@ -164,11 +164,11 @@ class ClipErrorIfNonfiniteWithScaler(Rule):
     )
 
     def check(self) -> Iterator[Violation]:
-        for site in self.facts.calls_to(_CLIP_NORM):
+        for site in self.facts.call_index.calls_to(_CLIP_NORM):
             arg = self._error_if_nonfinite_true(site.node)
             if arg is None:
                 continue
-            scaler = self.facts.scaler_in_use_around(site)
+            scaler = self.facts.scaler_presence.scaler_in_use_around(site)
             if scaler is None or self._overflow_handled(site):
                 continue
             message = (
@@ -185,16 +185,16 @@ class ClipErrorIfNonfiniteWithScaler(Rule):
         """The clip's RuntimeError is caught by a handler that skips the step while ``update()``
         still runs on its path (in it, in ``finally``, or after the ``try`` when it falls through)."""
         facts = self.facts
-        events = facts.events_by_scope.get(site.ctx.scope, [])
-        for try_node, handler in facts.handlers_catching_runtime_error(site.ctx):
-            in_handler = [e for e in events if facts.within(e.call, handler)]
+        events = facts.timeline.events_by_scope.get(site.ctx.scope, [])
+        for try_node, handler in facts.handlers.handlers_catching_runtime_error(site.ctx):
+            in_handler = [e for e in events if facts.tree.within(e.call, handler)]
             if any(e.kind in STEP_KINDS for e in in_handler):
                 continue
             updates = [e for e in events if e.kind is EventKind.UPDATE]
-            if any(e in in_handler or try_node.finalbody and facts.within(e.call, try_node.finalbody) for e in updates):
+            if any(e in in_handler or try_node.finalbody and facts.tree.within(e.call, try_node.finalbody) for e in updates):
                 return True
             if not leaves_block(handler) and any(
-                facts.control_flow.reaches(site.ctx, e.ctx) and not facts.within(e.call, try_node) for e in updates
+                facts.control_flow.reaches(site.ctx, e.ctx) and not facts.tree.within(e.call, try_node) for e in updates
             ):
                 return True
         return False

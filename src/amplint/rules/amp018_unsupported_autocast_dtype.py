@@ -150,12 +150,12 @@ class UnsupportedAutocastDtype(Rule):
 
     def check(self) -> Iterator[Violation]:
         facts = self.facts
-        for autocast in facts.autocast_calls:
+        for autocast in facts.autocast.autocast_calls:
             region = autocast.region
             node = region.dtype_node
             if node is None or region.enabled is False:
                 continue
-            dtype = _UNSUPPORTED.get(facts.qualname(node, autocast.site.ctx.scope) or "")
+            dtype = _UNSUPPORTED.get(facts.bindings.qualname(node, autocast.site.ctx.scope) or "")
             if dtype is None:
                 continue
             short = dtype.split(".")[-1]
@@ -181,9 +181,9 @@ class UnsupportedAutocastDtype(Rule):
         facts = self.facts
         if region.enabled is not True or not self._on_cuda(region, site):
             return False
-        if any(loop in facts.training_loops for loop in site.ctx.loops):
+        if any(loop in facts.training.training_loops for loop in site.ctx.loops):
             return False
-        return not any(e.kind in TRAINING_KINDS and facts.contains(region.node, e.call) for e in facts.events)
+        return not any(e.kind in TRAINING_KINDS and facts.tree.contains(region.node, e.call) for e in facts.timeline.events)
 
     def _on_cuda(self, region, site) -> bool:
         """The region's device is CUDA: a literal, the deprecated ``torch.cuda.amp`` spelling, or

@@ -12,17 +12,11 @@ from amplint.semantic.records import Assignment, Binding, ImportRecord, Referenc
 
 
 class BindingQueries:
-    """Mixed into :class:`~amplint.semantic.model.SemanticModel`; reads ``scopes``, ``imports``,
+    """The ``model.bindings`` service of :class:`~amplint.semantic.model.SemanticModel`; reads ``scopes``, ``imports``,
     ``assignments`` and ``references``."""
 
-    scopes: list[Scope]
-    imports: list[ImportRecord]
-    assignments: list[Assignment]
-    references: list[Reference]
-
-    def canonical_name(self, qualname: str) -> str:
-        """Hook for a domain layer to map re-exports to one spelling; identity here."""
-        return qualname
+    def __init__(self, model: "SemanticModel") -> None:
+        self.model = model
 
     def bindings_of(self, name: str, scope: Scope) -> list[Binding]:
         """The bindings of ``name`` in the nearest scope that binds it, as Python resolves names
@@ -59,7 +53,7 @@ class BindingQueries:
         found = self.bindings_of(name, scope)
         if not found or any(not b.is_import or b.target is None for b in found):
             return set()
-        return {self.canonical_name(b.target) for b in found}
+        return {self.model.canonical_name(b.target) for b in found}
 
     def import_binding(self, name: str, scope: Scope) -> tuple[ImportRecord, cst.ImportAlias, str] | None:
         """The import statement and alias that bind ``name`` as seen from ``scope``."""
@@ -67,7 +61,7 @@ class BindingQueries:
         if not found or self.lookup(name, scope) is None:
             return None
         owner = found[0].scope
-        for record in reversed(self.imports):
+        for record in reversed(self.model.imports):
             if record.scope is owner:
                 for alias, bound, target in record.aliases:
                     if bound == name:
@@ -82,13 +76,13 @@ class BindingQueries:
         head = self.lookup(parts[0], scope)
         if head is None:
             return None
-        return self.canonical_name(".".join([head, *parts[1:]]))
+        return self.model.canonical_name(".".join([head, *parts[1:]]))
 
     resolve = qualname
 
     @cached_property
     def import_bound_names(self) -> set[str]:
-        return {name for scope in self.scopes for name, found in scope.bindings.items() if any(b.is_import for b in found)}
+        return {name for scope in self.model.scopes for name, found in scope.bindings.items() if any(b.is_import for b in found)}
 
     @cached_property
     def imported_references(self) -> list[tuple[Reference, str]]:
@@ -96,7 +90,7 @@ class BindingQueries:
         resolved once for all queries."""
         bound = self.import_bound_names
         out: list[tuple[Reference, str]] = []
-        for ref in self.references:
+        for ref in self.model.references:
             if ref.parts[0] in bound:
                 qualname = self.qualname(ref.node, ref.ctx.scope)
                 if qualname is not None:

@@ -9,14 +9,15 @@ from amplint.semantic.records import CallSite
 
 
 class CallIndex:
-    """Mixed into :class:`~amplint.amp.facts.FileFacts`; reads ``calls`` (with resolved qualnames)."""
+    """The ``model.call_index`` service of :class:`~amplint.semantic.model.SemanticModel`; reads ``calls`` (with resolved qualnames)."""
 
-    calls: list[CallSite]
+    def __init__(self, model: "SemanticModel") -> None:
+        self.model = model
 
     @cached_property
     def _calls_by_qualname(self) -> dict[str, list[tuple[int, CallSite]]]:
         out: dict[str, list[tuple[int, CallSite]]] = {}
-        for index, site in enumerate(self.calls):
+        for index, site in enumerate(self.model.calls):
             if site.qualname is not None:
                 out.setdefault(site.qualname, []).append((index, site))
         return out

@@ -11,23 +11,21 @@ from amplint.semantic.records import CallSite, FunctionInfo, Reference, Scope
 
 
 class CallGraph:
-    """Mixed into :class:`~amplint.semantic.model.SemanticModel`; reads ``calls`` and ``functions``."""
+    """The ``model.callgraph`` service of :class:`~amplint.semantic.model.SemanticModel`; reads ``calls`` and ``functions``."""
 
-    calls: list[CallSite]
-    references: list[Reference]
-    functions: list[FunctionInfo]
-    function_by_node: dict[cst.FunctionDef, FunctionInfo]
+    def __init__(self, model: "SemanticModel") -> None:
+        self.model = model
 
     @cached_property
     def functions_by_name(self) -> dict[str, list[FunctionInfo]]:
         out: dict[str, list[FunctionInfo]] = {}
-        for info in self.functions:
+        for info in self.model.functions:
             out.setdefault(info.node.name.value, []).append(info)
         return out
 
     def function_of(self, scope: Scope) -> FunctionInfo | None:
         node = scope.function.node
-        return self.function_by_node.get(node) if isinstance(node, cst.FunctionDef) else None
+        return self.model.function_by_node.get(node) if isinstance(node, cst.FunctionDef) else None
 
     def called_functions(self, site: CallSite) -> list[FunctionInfo]:
         """Same-file functions a call may run: ``f(...)``, ``self.f(...)``, ``cls.f(...)``."""
@@ -36,7 +34,7 @@ class CallGraph:
             return []
         parts = text.split(".")
         if len(parts) == 1:
-            if self.lookup(parts[0], site.ctx.scope) is not None:
+            if self.model.bindings.lookup(parts[0], site.ctx.scope) is not None:
                 return []
             return [f for f in self.functions_by_name.get(parts[0], []) if f.class_name is None]
         if len(parts) == 2 and parts[0] in ("self", "cls"):
@@ -56,7 +54,7 @@ class CallGraph:
         changed = True
         while changed:
             changed = False
-            for site in self.calls:
+            for site in self.model.calls:
                 if site.ctx.scope not in result and self.calls_into(site, result):
                     result.add(site.ctx.scope)
                     changed = True
@@ -64,7 +62,7 @@ class CallGraph:
 
     def callers_of(self, function: FunctionInfo) -> list[CallSite]:
         """Calls in this file that may run ``function``."""
-        return [site for site in self.calls if function in self.called_functions(site)]
+        return [site for site in self.model.calls if function in self.called_functions(site)]
 
     def argument_for(self, site: CallSite, function: FunctionInfo, param: str) -> cst.BaseExpression | None:
         """The expression ``site`` passes for ``function``'s parameter ``param``; a method called
@@ -81,7 +79,7 @@ class CallGraph:
     def calls_by_scope(self) -> dict[Scope, list[CallSite]]:
         """Each scope's own calls, in source order."""
         out: dict[Scope, list[CallSite]] = {}
-        for site in self.calls:
+        for site in self.model.calls:
             out.setdefault(site.ctx.scope, []).append(site)
         return out
 
@@ -96,7 +94,7 @@ class CallGraph:
         """The dotted names a call's arguments read (the callee's own names left out)."""
         call = site.node
         return [
-            ref for ref in self.references
-            if ref.ctx.stmt is site.ctx.stmt and self.contains(call, ref.node) and ref.node is not call.func
-            and not self.contains(call.func, ref.node)
+            ref for ref in self.model.references
+            if ref.ctx.stmt is site.ctx.stmt and self.model.tree.contains(call, ref.node) and ref.node is not call.func
+            and not self.model.tree.contains(call.func, ref.node)
         ]

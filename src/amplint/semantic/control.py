@@ -153,7 +153,7 @@ class ControlFlow:
 
     # -- what tests read and statements assign
     def _test_key(self, test: cst.BaseExpression) -> tuple[str, bool] | None:
-        text, negated = self._model.condition_key(test)
+        text, negated = self._model.tree.condition_key(test)
         if text not in self._reads:
             self._reads[text] = frozenset(".".join(r.parts) for r in self._model.references_within(test))
         return text, negated

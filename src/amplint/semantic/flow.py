@@ -12,11 +12,11 @@ _POSITIVE = {cst.Is: "is", cst.Equal: "==", cst.In: "in"}
 
 
 class FlowQueries:
-    """Mixed into :class:`~amplint.semantic.model.SemanticModel`; reads ``spans`` and ``parents``,
+    """The ``model.tree`` service of :class:`~amplint.semantic.model.SemanticModel`; reads ``spans`` and ``parents``,
     and uses its ``position`` and ``code``."""
 
-    spans: dict[cst.CSTNode, list[int]]
-    parents: dict[cst.CSTNode, cst.CSTNode]
+    def __init__(self, model: "SemanticModel") -> None:
+        self.model = model
 
     # -- containment
     def contains(self, outer: cst.CSTNode, inner: cst.CSTNode) -> bool:
@@ -25,10 +25,10 @@ class FlowQueries:
         Decided from the walk's enter/exit numbering, not from source positions:
         positions cost a full code generation of the module.
         """
-        o, i = self.spans.get(outer), self.spans.get(inner)
+        o, i = self.model.spans.get(outer), self.model.spans.get(inner)
         if o is None or i is None:
             try:
-                a, b = self.position(outer), self.position(inner)
+                a, b = self.model.position(outer), self.model.position(inner)
             except KeyError:
                 return False
             return (a.start.line, a.start.column) <= (b.start.line, b.start.column) and (
@@ -41,11 +41,11 @@ class FlowQueries:
 
     # -- statements and blocks
     def parent_of(self, node: cst.CSTNode) -> cst.CSTNode | None:
-        return self.parents.get(node)
+        return self.model.parents.get(node)
 
     def statement_block(self, stmt: cst.CSTNode) -> tuple[cst.CSTNode, list[cst.CSTNode]] | None:
         """The block holding ``stmt`` and that block's statements."""
-        block = self.parents.get(stmt)
+        block = self.model.parents.get(stmt)
         if block is None:
             return None
         body = getattr(block, "body", None)
@@ -58,7 +58,7 @@ class FlowQueries:
         current: cst.CSTNode | None = node
         seen = 0
         while current is not None and seen < 200:
-            parent = self.parents.get(current)
+            parent = self.model.parents.get(current)
             if parent is block:
                 return current
             current = parent
@@ -75,12 +75,12 @@ class FlowQueries:
         ``else`` blocks lie between them (a statement nested in a loop or ``with`` has none)."""
         node = stmt
         while node is not None:
-            block = self.parents.get(node)
+            block = self.model.parents.get(node)
             if block is body:
                 return node
-            owner = self.parents.get(block) if block is not None else None
+            owner = self.model.parents.get(block) if block is not None else None
             if isinstance(owner, cst.Else):
-                owner = self.parents.get(owner)
+                owner = self.model.parents.get(owner)
             if not isinstance(owner, cst.If):
                 return None
             node = owner
@@ -89,7 +89,7 @@ class FlowQueries:
     # -- branches
     def flat(self, node: cst.CSTNode) -> str:
         """The node's source without whitespace or redundant parentheses."""
-        return flat_text(self.code(node))
+        return flat_text(self.model.code(node))
 
     def condition_key(self, test: cst.BaseExpression) -> tuple[str, bool]:
         """A branch test as comparable text, and whether it is negated.

@@ -45,7 +45,10 @@ def leaves_block(handler: cst.ExceptHandler) -> bool:
 
 
 class HandlerQueries:
-    """Mixed into :class:`~amplint.amp.facts.FileFacts`."""
+    """The ``model.handlers`` service of :class:`~amplint.semantic.model.SemanticModel`."""
+
+    def __init__(self, model: "SemanticModel") -> None:
+        self.model = model
 
     def handlers_catching_runtime_error(self, ctx: Context) -> list[tuple[cst.Try, cst.ExceptHandler]]:
         """The ``try`` statements of the same function whose body holds the point ``ctx``, innermost

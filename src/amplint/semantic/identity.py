@@ -23,19 +23,20 @@ class Variable:
 
 
 class IdentityQueries:
-    """Mixed into :class:`~amplint.semantic.model.SemanticModel`; reads ``scopes`` and uses
+    """The ``model.identity`` service of :class:`~amplint.semantic.model.SemanticModel`; reads ``scopes`` and uses
     :meth:`~amplint.semantic.bindings.BindingQueries.bindings_of`."""
 
-    scopes: list[Scope]
+    def __init__(self, model: "SemanticModel") -> None:
+        self.model = model
 
     @cached_property
     def module_scope(self) -> Scope:
-        return self.scopes[0]
+        return self.model.scopes[0]
 
     @cached_property
     def classes_by_name(self) -> dict[str, list[Scope]]:
         out: dict[str, list[Scope]] = {}
-        for scope in self.scopes:
+        for scope in self.model.scopes:
             if scope.kind == "class":
                 out.setdefault(scope.name, []).append(scope)
         return out
@@ -43,7 +44,7 @@ class IdentityQueries:
     def instance_class(self, scope: Scope) -> Scope | None:
         """The class whose instance ``self`` is in ``scope``: the method's class, also from a
         function nested in the method."""
-        found = self.bindings_of("self", scope)
+        found = self.model.bindings.bindings_of("self", scope)
         if len(found) != 1 or found[0].kind is not BindingKind.PARAMETER:
             return None
         return found[0].scope.class_scope
@@ -81,7 +82,7 @@ class IdentityQueries:
                 return None
             owner = self.attribute_owner(class_scope, parts[1]) if len(parts) > 1 else class_scope
             return Variable(owner, text)
-        found: list[Binding] = self.bindings_of(parts[0], scope)
+        found: list[Binding] = self.model.bindings.bindings_of(parts[0], scope)
         return Variable(found[0].scope if found else self.module_scope, text)
 
     def same_variable(self, key: str, at: Context, seen_from: Context) -> bool:

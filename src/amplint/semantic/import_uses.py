@@ -8,19 +8,20 @@ from amplint.semantic.records import ImportRecord, Reference
 
 
 class ImportUses:
-    """Mixed into :class:`~amplint.amp.facts.FileFacts`; reads ``references`` and asks
+    """The ``model.import_uses`` service of :class:`~amplint.semantic.model.SemanticModel`; reads ``references`` and asks
     ``import_bound_names`` and ``import_binding``."""
 
-    references: list[Reference]
+    def __init__(self, model: "SemanticModel") -> None:
+        self.model = model
 
     @cached_property
     def _references_by_import(self) -> dict[int, list[Reference]]:
         out: dict[int, list[Reference]] = {}
-        bound = self.import_bound_names
-        for ref in self.references:
+        bound = self.model.bindings.import_bound_names
+        for ref in self.model.references:
             if ref.parts[0] not in bound:
                 continue
-            binding = self.import_binding(ref.parts[0], ref.ctx.scope)
+            binding = self.model.bindings.import_binding(ref.parts[0], ref.ctx.scope)
             if binding is not None:
                 out.setdefault(id(binding[0]), []).append(ref)
         return out

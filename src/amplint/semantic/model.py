@@ -1,15 +1,21 @@
 """The semantic model of one module: the walk's records plus the questions asked of them.
 
 It knows nothing about torch. :class:`SemanticModel` runs the one walk
-(:class:`~amplint.semantic.collector.Collector`) and answers, through its parts:
+(:class:`~amplint.semantic.collector.Collector`), keeps its records (scopes, calls, assignments,
+references, imports, functions, loops) and answers through small services, one per module:
 
-- bindings (:mod:`amplint.semantic.bindings`): what a name or dotted expression resolves to;
-- identity (:mod:`amplint.semantic.identity`): which variable a dotted text names at a place;
-- flow (:mod:`amplint.semantic.flow`): containment, exclusive branches, blocks;
-- control flow (:mod:`amplint.semantic.control`, as ``control_flow``): paths, reaching,
-  dominance, correlated branches;
-- the call graph (:mod:`amplint.semantic.callgraph`): same-file calls and their callers;
-- values (:mod:`amplint.semantic.values`): the calls an expression may evaluate to.
+- ``bindings`` (:mod:`amplint.semantic.bindings`): what a name or dotted expression resolves to;
+- ``identity`` (:mod:`amplint.semantic.identity`): which variable a dotted text names at a place;
+- ``tree`` (:mod:`amplint.semantic.flow`): containment, exclusive branches, blocks;
+- ``control_flow`` (:mod:`amplint.semantic.control`): paths, reaching, dominance, correlated
+  branches;
+- ``callgraph`` (:mod:`amplint.semantic.callgraph`): same-file calls and their callers;
+- ``values`` (:mod:`amplint.semantic.values`): the calls an expression may evaluate to;
+- ``statements``, ``call_index``, ``import_uses``, ``handlers``: the next statement, calls by
+  qualified name, references through an import, ``except`` clauses.
+
+A service holds the model and asks the others through it (``self.model.bindings.qualname``);
+none keeps state another reads.
 """
 
 from __future__ import annotations
@@ -21,19 +27,33 @@ import libcst as cst
 from libcst.metadata import CodeRange
 
 from amplint.semantic.bindings import BindingQueries
+from amplint.semantic.call_index import CallIndex
 from amplint.semantic.callgraph import CallGraph
 from amplint.semantic.collector import Collector
 from amplint.semantic.control import ControlFlow
 from amplint.semantic.flow import FlowQueries
+from amplint.semantic.handlers import HandlerQueries
 from amplint.semantic.identity import IdentityQueries
+from amplint.semantic.import_uses import ImportUses
+from amplint.semantic.statements import StatementQueries
+from amplint.semantic.values import ValueQueries
 from amplint.semantic.records import Assignment, CallSite, Context, Reference, Scope
 
 # Entry numbers of records' nodes in ascending order, and each one's position in the record list.
 _EntryIndex = tuple[list[int], list[int]]
 
 
-class SemanticModel(BindingQueries, IdentityQueries, FlowQueries, CallGraph):
+class SemanticModel:
     def __init__(self, module: cst.Module, positions: dict[cst.CSTNode, CodeRange], path: str):
+        self.bindings = BindingQueries(self)
+        self.identity = IdentityQueries(self)
+        self.tree = FlowQueries(self)
+        self.callgraph = CallGraph(self)
+        self.values = ValueQueries(self)
+        self.statements = StatementQueries(self)
+        self.call_index = CallIndex(self)
+        self.import_uses = ImportUses(self)
+        self.handlers = HandlerQueries(self)
         self.module = module
         self.path = path
         self._positions = positions
@@ -51,7 +71,11 @@ class SemanticModel(BindingQueries, IdentityQueries, FlowQueries, CallGraph):
         self.parents = collector.parents
         self.spans = collector.spans
         for site in self.calls:
-            site.qualname = self.qualname(site.node.func, site.ctx.scope)
+            site.qualname = self.bindings.qualname(site.node.func, site.ctx.scope)
+
+    def canonical_name(self, qualname: str) -> str:
+        """Hook for a domain layer to map re-exports to one spelling; identity here."""
+        return qualname
 
     @cached_property
     def control_flow(self) -> ControlFlow:
@@ -114,7 +138,7 @@ class SemanticModel(BindingQueries, IdentityQueries, FlowQueries, CallGraph):
         """
         span = self.spans.get(node)
         if index is None or span is None:
-            return [record for record in records if self.within(record.node, node)]
+            return [record for record in records if self.tree.within(record.node, node)]
         entries, orders = index
         first, last = bisect_left(entries, span[0]), bisect_right(entries, span[1])
         return [records[order] for order in sorted(orders[first:last]) if self.spans[records[order].node][1] <= span[1]]
@@ -160,8 +184,8 @@ class SemanticModel(BindingQueries, IdentityQueries, FlowQueries, CallGraph):
         out = list(self._assignments_by_target.get(key, ()))
         if scope is not None:
             if key.startswith("self."):
-                own = self.variable(key, scope)
-                out = [a for a in out if own is not None and self.variable(key, a.ctx.scope) == own]
+                own = self.identity.variable(key, scope)
+                out = [a for a in out if own is not None and self.identity.variable(key, a.ctx.scope) == own]
             else:
                 out = [a for a in out if a.ctx.scope is scope or a.ctx.scope.kind == "module"]
         return out

@@ -9,14 +9,17 @@ from amplint.semantic.syntax import dotted
 
 
 class StatementQueries:
-    """Mixed into :class:`~amplint.amp.facts.FileFacts`; uses the model's ``statement_block``."""
+    """The ``model.statements`` service of :class:`~amplint.semantic.model.SemanticModel`; uses the model's ``statement_block``."""
+
+    def __init__(self, model: "SemanticModel") -> None:
+        self.model = model
 
     def next_statement(self, stmt: cst.CSTNode | None) -> cst.CSTNode | None:
         """The statement right after ``stmt`` in its block, when ``stmt`` is one simple statement
         (``a; b`` on one line has no single successor)."""
         if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1):
             return None
-        found = self.statement_block(stmt)
+        found = self.model.tree.statement_block(stmt)
         if found is None:
             return None
         _, body = found

@@ -52,13 +52,13 @@ def is_choice(value: cst.BaseExpression | None) -> bool:
 
 
 class ValueQueries:
-    """Mixed into :class:`~amplint.amp.facts.FileFacts`: what names hold, from their assignments.
+    """The ``model.values`` service of :class:`~amplint.semantic.model.SemanticModel`: what names hold, from their assignments.
 
     Reads ``assignments`` and ``scopes`` and asks ``call_site`` and ``assignments_to``.
     """
 
-    assignments: list[Assignment]
-    scopes: list[Scope]
+    def __init__(self, model: "SemanticModel") -> None:
+        self.model = model
 
     def sole_assignments(self, key: str, scope: Scope) -> list[Assignment]:
         """The assignments that bind ``key`` where ``scope`` reads it, when nothing else binds it.
@@ -70,12 +70,12 @@ class ValueQueries:
         other dotted key has none.
         """
         if key.startswith("self."):
-            return self.assignments_to(key, scope) if key.count(".") == 1 else []
+            return self.model.assignments_to(key, scope) if key.count(".") == 1 else []
         if "." in key:
             return []
-        owner = scope if scope.kind == "function" and key in scope.bindings else self.scopes[0]
+        owner = scope if scope.kind == "function" and key in scope.bindings else self.model.scopes[0]
         bindings = owner.bindings.get(key, [])
-        found = [a for a in self.assignments if key in a.targets and a.ctx.scope is owner]
+        found = [a for a in self.model.assignments if key in a.targets and a.ctx.scope is owner]
         if not bindings or any(b.kind is not BindingKind.ASSIGNMENT for b in bindings) or len(found) != len(bindings):
             return []
         return found
@@ -104,7 +104,7 @@ class ValueQueries:
         if param.default is not None:
             out.append((param.default, function.ctx.scope))
         positional = [p.name.value for p in (*params.posonly_params, *params.params)]
-        for site in self.callers_of(function):
+        for site in self.model.callgraph.callers_of(function):
             call = site.node
             if S.has_star_args(call):
                 return None
@@ -119,9 +119,9 @@ class ValueQueries:
     @cached_property
     def _construction_targets(self) -> dict[str, list[str | None]]:
         out: dict[str, list[str | None]] = {}
-        for assignment in self.assignments:
+        for assignment in self.model.assignments:
             value = assignment.value
-            site = self.call_site(value) if isinstance(value, cst.Call) else None
+            site = self.model.call_site(value) if isinstance(value, cst.Call) else None
             for target in assignment.targets:
                 out.setdefault(target, []).append(site.qualname if site is not None else None)
         return out
@@ -137,11 +137,11 @@ class ValueQueries:
         (``nn.BCELoss()(p, y)``); in source order."""
         instances = self.names_built_by(classes)
         out = []
-        for site in self.calls:
+        for site in self.model.calls:
             if site.func_text is not None and site.func_text in instances:
                 out.append(site)
             elif isinstance(site.node.func, cst.Call):
-                inner = self.call_site(site.node.func)
+                inner = self.model.call_site(site.node.func)
                 if inner is not None and inner.qualname in classes:
                     out.append(site)
         return out
