@@ -145,9 +145,9 @@ def _lint_once(
     except Exception as exc:  # noqa: BLE001 - one broken file must not stop the run
         result.errors.append(FileError(filename, f"{filename}: internal error while reading facts: {type(exc).__name__}: {exc}", internal=True))
         return result
-    directives = noqa.FileDirectives(text)
-    suppressed: dict[int, set[str]] = {}  # row -> codes its noqa comment suppressed (for AMP100)
-    for rule_class in rules_to_run(text, settings, codes):
+    facts.suppressions = suppressions = noqa.SuppressionLog(noqa.FileDirectives(text), codes, settings.respect_noqa)
+    # sorted is stable: the rules that read the suppressions come last, in code order.
+    for rule_class in sorted(rules_to_run(text, settings, codes), key=lambda rule: rule.after_other_rules):
         try:
             violations = list(rule_class(facts).check())
         except Exception as exc:  # noqa: BLE001 - report the rule and keep the others running
@@ -156,10 +156,9 @@ def _lint_once(
             )
             continue
         for violation in violations:
-            start, end = _location(positions[violation.node])
+            start, end = violation.span or _location(positions[violation.node])
             noqa_row = positions[violation.noqa_node or violation.node].start.line
-            if settings.respect_noqa and directives.suppresses(noqa_row, violation.code):
-                suppressed.setdefault(noqa_row, set()).add(violation.code)
+            if suppressions.suppress(noqa_row, violation.code):
                 continue
             finding = Finding(
                 code=violation.code,
@@ -174,10 +173,6 @@ def _lint_once(
             result.findings.append(finding)
             if violation.fix is not None and settings.fixable(violation.code):
                 result.fixes.append((finding, violation.fix))
-    if noqa.UNUSED_NOQA_CODE in codes and settings.respect_noqa:
-        from amplint.rules.amp100_unused_noqa import report_unused_noqa
-
-        report_unused_noqa(result, module, positions, directives, suppressed, codes, filename, settings)
     return result
 
 

@@ -121,3 +121,27 @@ class FileDirectives:
     def suppresses(self, row: int, code: str) -> bool:
         found = self.on_row(row)
         return found is not None and found.suppresses(code)
+
+
+class SuppressionLog:
+    """What the directives of one text suppressed while its rules ran (for AMP100, which runs last).
+
+    ``directives`` are the ones the suppressor read; ``used`` maps a row to the codes its
+    directive suppressed; ``enabled`` are the rules enabled for the text; with ``respected``
+    false (``--ignore-noqa``) nothing was suppressed and nothing may be called unused.
+    """
+
+    __slots__ = ("directives", "enabled", "respected", "used")
+
+    def __init__(self, directives: FileDirectives, enabled: frozenset[str], respected: bool) -> None:
+        self.directives = directives
+        self.enabled = enabled
+        self.respected = respected
+        self.used: dict[int, set[str]] = {}
+
+    def suppress(self, row: int, code: str) -> bool:
+        """Whether the directive on ``row`` suppresses ``code``; a suppression is logged."""
+        if not self.respected or not self.directives.suppresses(row, code):
+            return False
+        self.used.setdefault(row, set()).add(code)
+        return True

@@ -61,6 +61,9 @@ from amplint.semantic.model import SemanticModel
 class FileFacts(SemanticModel):
     def __init__(self, module: cst.Module, positions: dict[cst.CSTNode, CodeRange], path: str, settings=None):
         self.settings = settings
+        # What the run's ``# noqa`` directives suppressed, for the rules that run last; the
+        # engine sets it (:class:`~amplint.noqa.SuppressionLog`).
+        self.suppressions = None
         super().__init__(module, positions, path)
         self.autocast = AutocastFacts(self)
         self.named_autocast = NamedAutocastFacts(self)

@@ -1,16 +1,21 @@
 """AMP100: a ``# noqa: AMP...`` directive that suppresses nothing.
 
 Whether a directive was used is known only once every other rule has run on the file, so the
-engine calls :func:`report_unused_noqa` after them (as ruff checks RUF100 after its rules); the
-rule class carries the metadata, the documentation and the examples.
+rule runs after them (``after_other_rules``, as ruff checks RUF100 after its rules) and reads
+what their findings' directives suppressed from ``facts.suppressions``.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from textwrap import dedent
 from typing import Iterator
 
-from amplint.model import FixSafety, Severity
+import libcst as cst
+
+import amplint.noqa as noqa
+from amplint.fix import Fix
+from amplint.model import FixSafety, Location, Severity
 from amplint.rules.base import Invalid, Rule, Violation
 
 
@@ -130,71 +135,49 @@ class UnusedNoqa(Rule):
         ),
     )
 
+    after_other_rules = True
+
     def check(self) -> Iterator[Violation]:
-        return iter(())  # reported by report_unused_noqa, after the other rules
+        from amplint.rules.catalog import rule_catalog
 
-
-def report_unused_noqa(result, module, positions, directives, suppressed, codes, filename, settings) -> None:
-    """Add an AMP100 finding (and its fix) to ``result`` for each directive that suppressed nothing.
-
-    ``directives``: the file's :class:`~amplint.noqa.FileDirectives`, the ones the suppressor
-    read; ``suppressed`` maps a
-    row to the codes its directive suppressed in this pass; ``codes`` are the rules enabled for
-    the file.
-    """
-    import libcst as cst
-
-    import amplint.noqa as noqa
-    from amplint.fix import Fix
-    from amplint.model import Finding, Location
-    from amplint.rules.catalog import rule_catalog
-
-    if not directives.by_row():
-        return
-    known = rule_catalog()
-    for trailing in _trailing_comments(module):
-        comment = trailing.comment
-        start = positions[comment].start
-        row = start.line
-        found = directives.on_row(row)
-        # The libcst comment gives the fix its node; which directive the row has is the scan's call.
-        if found is None or found.codes is None or found.column != start.column:
-            continue
-        if found.suppresses(UnusedNoqa.code):
-            continue  # the directive silences this rule itself
-        match = found.match
-        written = noqa.split_codes(match.group("codes"))
-        unused, unknown = [], []
-        for code in (item.upper() for item in written):
-            if not code.startswith("AMP"):
-                continue  # another tool's code
-            if code not in known:
-                unknown.append(code)
-            elif code in codes and (code in noqa.UNSUPPRESSIBLE or code not in suppressed.get(row, ())):
-                unused.append(code)
-        if not unused and not unknown:
-            continue
-        groups = (("unused", unused), ("unknown", unknown))
-        parts = [f"{label}: {', '.join(f'`{code}`' for code in group)}" for label, group in groups if group]
-        finding = Finding(
-            code=UnusedNoqa.code,
-            message=f"Unused `noqa` directive ({'; '.join(parts)})",
-            filename=filename,
-            location=Location(row, start.column + 1 + match.start()),
-            end_location=Location(row, start.column + 1 + match.end()),
-            severity=UnusedNoqa.severity,
-            noqa_row=row,
-        )
-        result.findings.append(finding)
-        if not settings.fixable(UnusedNoqa.code):
-            continue
-        drop = {*unused, *unknown}
-        new_value = without_codes(found.comment, match, [code for code in written if code.upper() not in drop])
-        if new_value is None:
-            change = {trailing: trailing.with_changes(whitespace=cst.SimpleWhitespace(""), comment=None)}
-        else:
-            change = {comment: cst.Comment(new_value)}
-        result.fixes.append((finding, Fix.safe("Remove unused `noqa` directive", change)))
+        log = self.facts.suppressions
+        if log is None or not log.respected or not log.directives.by_row():
+            return
+        known = rule_catalog()
+        for trailing in self.facts.trailing_comments:
+            comment = trailing.comment
+            start = self.facts.position(comment).start
+            row = start.line
+            found = log.directives.on_row(row)
+            # The libcst comment gives the fix its node; which directive the row has is the scan's call.
+            if found is None or found.codes is None or found.column != start.column:
+                continue
+            match = found.match
+            written = noqa.split_codes(match.group("codes"))
+            unused, unknown = [], []
+            for code in (item.upper() for item in written):
+                if not code.startswith("AMP"):
+                    continue  # another tool's code
+                if code not in known:
+                    unknown.append(code)
+                elif code in log.enabled and (code in noqa.UNSUPPRESSIBLE or code not in log.used.get(row, ())):
+                    unused.append(code)
+            if not unused and not unknown:
+                continue
+            groups = (("unused", unused), ("unknown", unknown))
+            parts = [f"{label}: {', '.join(f'`{code}`' for code in group)}" for label, group in groups if group]
+            drop = {*unused, *unknown}
+            new_value = without_codes(found.comment, match, [code for code in written if code.upper() not in drop])
+            if new_value is None:
+                change = {trailing: trailing.with_changes(whitespace=cst.SimpleWhitespace(""), comment=None)}
+            else:
+                change = {comment: cst.Comment(new_value)}
+            violation = self.violation(
+                comment, f"Unused `noqa` directive ({'; '.join(parts)})", Fix.safe("Remove unused `noqa` directive", change),
+            )
+            # The finding is the directive itself, not the whole comment it sits in.
+            span = (Location(row, start.column + 1 + match.start()), Location(row, start.column + 1 + match.end()))
+            yield dataclasses.replace(violation, span=span)
 
 
 def without_codes(comment: str, match, kept: list[str]) -> str | None:
@@ -207,18 +190,3 @@ def without_codes(comment: str, match, kept: list[str]) -> str | None:
         after = after if after.startswith("#") else f"# {after}"
         return f"{before}  {after}" if before else after
     return before or None
-
-
-def _trailing_comments(module) -> Iterator:
-    """Every comment at the end of a line of code (a directive applies to its own line)."""
-    import libcst as cst
-
-    found: list = []
-
-    class Collect(cst.CSTVisitor):
-        def visit_TrailingWhitespace(self, node: cst.TrailingWhitespace) -> None:
-            if node.comment is not None:
-                found.append(node)
-
-    module.visit(Collect())
-    return iter(found)

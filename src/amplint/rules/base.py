@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from amplint.model import FixSafety, Severity
+from amplint.model import FixSafety, Location, Severity
 from amplint.rules.metadata import documentation_of, python_block_of, section_of, url_of
 
 # libcst and the fix values only for annotations: importing this module (and with it a rule's
@@ -50,6 +50,8 @@ class Violation:
     no_fix_reason: str | None = None
     # The node whose first line carries the suppression comment (defaults to ``node``).
     noqa_node: cst.CSTNode | None = None
+    # Where the finding is, when that is only part of ``node`` (a directive inside a comment).
+    span: tuple[Location, Location] | None = None
 
 
 @dataclass(frozen=True)
@@ -80,6 +82,9 @@ class Rule:
     focus_tokens: ClassVar[tuple[str, ...]] = ()
     valid: ClassVar[tuple[str, ...]] = ()
     invalid: ClassVar[tuple[Union[str, Invalid], ...]] = ()
+    # Runs once every other rule has run on the file and may ask ``facts.suppressions`` what
+    # their findings' ``# noqa`` directives suppressed (AMP100).
+    after_other_rules: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)

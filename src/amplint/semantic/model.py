@@ -98,6 +98,20 @@ class SemanticModel:
     def lines(self) -> list[str]:
         return self.module.code.splitlines()
 
+    @cached_property
+    def trailing_comments(self) -> list[cst.TrailingWhitespace]:
+        """Every comment at the end of a line of code, in source order (a ``# noqa`` applies
+        to its own line). Walked for on first use: only AMP100 asks."""
+        found: list[cst.TrailingWhitespace] = []
+
+        class Collect(cst.CSTVisitor):
+            def visit_TrailingWhitespace(self, node: cst.TrailingWhitespace) -> None:
+                if node.comment is not None:
+                    found.append(node)
+
+        self.module.visit(Collect())
+        return found
+
     # -- records by node
     def call_site(self, node: cst.Call) -> CallSite | None:
         """The recorded :class:`CallSite` of a call node of this module."""
