@@ -18,14 +18,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 DEFAULT = "transformers-5.24.0/transformers/models/nemotron/modeling_nemotron.py"
-# What a run whose files all fail the prefilter imports (no click: cli_fastparse reads its arguments).
-LIGHT = "from amplint.cli import _import_check_modules; _import_check_modules()"
+# What a run whose files all fail the prefilter imports (no click: cli.fastparse reads its arguments).
+LIGHT = "from amplint.cli.main import _import_check_modules; _import_check_modules()"
 PARSING = "from amplint.parsing_modules import import_parsing_modules; import_parsing_modules()"
 # The same imports with every dataclass method compiled from source (no table of compiled code).
 TABLE = "import amplint.dataclass_code"
 NO_TABLE = "import amplint.dataclass_code as d; d.table_path = lambda phase: None"
 # The command's code as a library caller runs it: the collector left as it is (amplint/gc_policy.py).
-LIBRARY_MAIN = "import sys; from amplint.cli import main; main(sys.argv[1:])"
+LIBRARY_MAIN = "import sys; from amplint.cli.main import main; main(sys.argv[1:])"
 REPEAT = 5
 
 

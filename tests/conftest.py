@@ -117,7 +117,7 @@ class _EntryPoint:
     name = "amplint"
 
     def main(self, args, prog_name=None, **_extra):
-        from amplint.cli import main
+        from amplint.cli.main import main
 
         main(list(args))
 

@@ -199,7 +199,7 @@ def test_cache_dir_option_and_env(cli, files, tmp_path, monkeypatch):
     monkeypatch.setenv("AMPLINT_CACHE_DIR", str(tmp_path / "fromenv"))
     from click.testing import CliRunner
 
-    from amplint.cli import main_group
+    from amplint.cli.main import main_group
 
     CliRunner().invoke(main_group, ["a.py"])
     assert (tmp_path / "fromenv" / ".gitignore").exists()

@@ -49,7 +49,7 @@ def test_version(cli):
 def test_help_lists_commands_without_importing_runtime(amplint_exe):
     code = (
         "import sys\n"
-        "from amplint.cli import main\n"
+        "from amplint.cli.main import main\n"
         "sys.argv = ['amplint', '--help']\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
         "print('RUNTIME' if any(m.startswith('amplint.runtime') for m in sys.modules) else 'CLEAN')\n"
@@ -504,7 +504,7 @@ def test_version_does_not_import_torch(amplint_exe, tmp_path):
     run = amplint_exe("--version", env={"PYTHONPROFILEIMPORTTIME": "1"})
     assert run.exit_code == 0
     imported = {line.split("|")[-1].strip() for line in run.stderr.splitlines() if "|" in line}
-    assert "amplint.cli" in imported
+    assert "amplint.cli.main" in imported
     assert not any(name == "torch" or name.startswith("torch.") for name in imported)
     assert not any(name.startswith("amplint.rules") for name in imported)
     modules = _modules_after(["--version"], tmp_path)
@@ -520,7 +520,7 @@ def _modules_after(args: list[str], cwd) -> set[str]:
 
     code = (
         "import sys\n"
-        "from amplint.cli import main\n"
+        "from amplint.cli.main import main\n"
         f"sys.argv = ['amplint', *{args!r}]\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
         "sys.stderr.write('MODULES ' + ' '.join(sorted(sys.modules)) + '\\n')\n"

@@ -6,9 +6,9 @@ import click
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from amplint.cli_fastparse import parse_check_arguments
-from amplint.cli_group import check_command
-from amplint.cli_spec import CHECK_OPTIONS
+from amplint.cli.fastparse import parse_check_arguments
+from amplint.cli.group import check_command
+from amplint.cli.spec import CHECK_OPTIONS
 
 # What pre-commit, editors, CI scripts and people type: every one must skip click.
 EVERYDAY = [

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from amplint.cli import OUTPUT_FORMATS
+from amplint.cli.main import OUTPUT_FORMATS
 from amplint.report import ALIASES, FORMATS
 
 DEPRECATED = "import torch\nwith torch.cuda.amp.autocast():\n    pass\n"

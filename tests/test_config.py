@@ -103,7 +103,7 @@ def test_config_error_names_a_file_in_a_parent_directory(cli, files, tmp_path, m
     monkeypatch.chdir(tmp_path / "pkg")
     from click.testing import CliRunner
 
-    from amplint.cli import main_group
+    from amplint.cli.main import main_group
 
     result = CliRunner().invoke(main_group, ["a.py"])
     assert result.exit_code == 2
@@ -158,7 +158,7 @@ def test_per_file_ignores_relative_to_config_dir(cli, files, fake_rules, tmp_pat
     monkeypatch.chdir(tmp_path / "proj" / "legacy")
     from click.testing import CliRunner
 
-    from amplint.cli import main_group
+    from amplint.cli.main import main_group
 
     result = CliRunner().invoke(main_group, ["a.py", "--output-format", "concise"])
     assert (result.exit_code, result.stdout) == (0, "")

@@ -152,7 +152,7 @@ def test_load_config_on_a_fifo_raises_config_error(tmp_path):
 def _check_in(directory: str):
     from click.testing import CliRunner
 
-    from amplint.cli import main_group
+    from amplint.cli.main import main_group
 
     before = os.getcwd()
     os.chdir(directory)

@@ -85,7 +85,7 @@ def test_exclude_that_matches_everything_warns_and_ends(cli, files, fake_rules):
 def _check_in(directory: str):
     from click.testing import CliRunner
 
-    from amplint.cli import main_group
+    from amplint.cli.main import main_group
 
     before = os.getcwd()
     os.chdir(directory)

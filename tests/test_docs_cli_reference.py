@@ -17,7 +17,7 @@ def _documented_options() -> set[str]:
 
 
 def test_every_check_option_is_in_the_option_table():
-    from amplint.cli_group import check_command
+    from amplint.cli.group import check_command
 
     documented = _documented_options()
     missing = []
@@ -30,7 +30,7 @@ def test_every_check_option_is_in_the_option_table():
 
 
 def test_every_command_is_shown():
-    from amplint.cli import main_group
+    from amplint.cli.main import main_group
 
     for name in main_group.list_commands(click.Context(main_group)):
         assert f"amplint {name}" in GUIDE, name

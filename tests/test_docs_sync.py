@@ -44,6 +44,7 @@ def _copy_project(tmp_path: Path) -> Path:
     (root / "docs").mkdir(parents=True)
     shutil.copytree(ROOT / "docs" / "rules", root / "docs" / "rules")
     shutil.copy(ROOT / "README.md", root / "README.md")
+    shutil.copy(ROOT / "mkdocs.yml", root / "mkdocs.yml")
     return root
 
 
@@ -56,14 +57,20 @@ def test_check_detects_stale_readme_page_and_orphan(tmp_path):
     page = root / "docs" / "rules" / "AMP001.md"
     page.write_text(page.read_text() + "hand edit\n")
     (root / "docs" / "rules" / "AMP777.md").write_text("old rule\n")
+    mkdocs = root / "mkdocs.yml"
+    good_mkdocs = mkdocs.read_text()
+    mkdocs.write_text(good_mkdocs.replace("      - rules/AMP003.md\n", "", 1))
     proc = run("--check", "--root", str(root))
     assert proc.returncode == 1
-    assert proc.stderr.splitlines()[1:] == ["  docs/rules/AMP001.md", "  README.md", "  docs/rules/AMP777.md (no such rule)"]
+    assert proc.stderr.splitlines()[1:] == [
+        "  docs/rules/AMP001.md", "  README.md", "  mkdocs.yml", "  docs/rules/AMP777.md (no such rule)",
+    ]
     # Regenerating fixes everything, and a second check passes.
     assert run("--root", str(root)).returncode == 0
     assert not (root / "docs" / "rules" / "AMP777.md").exists()
     assert run("--check", "--root", str(root)).returncode == 0
     assert readme.read_text() == good_readme
+    assert mkdocs.read_text() == good_mkdocs
 
 
 def test_readme_without_markers_is_an_error(tmp_path):

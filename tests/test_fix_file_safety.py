@@ -205,7 +205,7 @@ def test_read_only_directory_is_reported_and_nothing_written(cli, tmp_path, fake
 def _fix_in(directory: str, name: str):
     from click.testing import CliRunner
 
-    from amplint.cli import main_group
+    from amplint.cli.main import main_group
 
     before = os.getcwd()
     os.chdir(directory)

@@ -27,7 +27,7 @@ def write_state():
                    "enabled": gc.isenabled(), "libcst": "libcst" in sys.modules}, handle)
 
 atexit.register(write_state)
-from amplint import cli
+import amplint.cli.main as cli
 sys.argv = ["amplint", *args]
 if entry == "console":
     cli.console_main()

@@ -155,7 +155,7 @@ def test_close_clears_diagnostics(start, tmp_path):
 
 
 def test_server_without_pygls_says_how_to_install_it():
-    probe = "import sys; sys.modules['pygls'] = None; from amplint.cli import main; main(['server'])"
+    probe = "import sys; sys.modules['pygls'] = None; from amplint.cli.main import main; main(['server'])"
     run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
     assert run.returncode == 2
     assert run.stderr == "amplint: error: amplint server needs pygls: pip install 'amplint[lsp]'\n"

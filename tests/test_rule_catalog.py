@@ -217,7 +217,7 @@ def test_a_clean_run_with_the_table_parses_no_rule_source(tmp_path):
     (tmp_path / "plain.py").write_text("import os\n\nprint(os.getcwd())\n")
     probe = (
         "import json, sys\n"
-        "from amplint.cli import main\n"
+        "from amplint.cli.main import main\n"
         "try:\n    main(['check', '--no-cache', 'plain.py'])\nexcept SystemExit:\n    pass\n"
         "print(json.dumps(sorted(m for m in sys.modules if m in ('ast', 'amplint.rules.source_metadata'))))\n"
     )

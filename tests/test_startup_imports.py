@@ -18,7 +18,7 @@ POOL = ("concurrent.futures.process", "multiprocessing")
 
 _RUN = """
 import json, sys
-from amplint.cli import main
+from amplint.cli.main import main
 try:
     main(sys.argv[2:])
 except SystemExit as exc:
@@ -65,7 +65,7 @@ def test_a_clean_run_imports_no_libcst_and_no_rule_module(project, args):
     assert loaded(modules, HEAVY) == []
     assert loaded(modules, ("amplint.rules.amp",)) == []
     assert loaded(modules, ("amplint.cache",)) == []
-    assert loaded(modules, ("click",)) == []  # cli_fastparse reads the command line
+    assert loaded(modules, ("click",)) == []  # cli.fastparse reads the command line
     if sys.version_info < (3, 12):  # from 3.12 dataclasses reads every class's annotations with inspect
         assert "inspect" not in modules
 

@@ -1,4 +1,4 @@
-from amplint.cli import console_main
+from amplint.cli.main import console_main
 
 if __name__ == "__main__":
     console_main()

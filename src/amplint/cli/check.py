@@ -1,7 +1,7 @@
 """``amplint check``: lint (or fix) the files, report, and choose the exit status.
 
-Free of click: the usual command line reaches ``check_entry`` through ``cli_fastparse``; click's
-``check`` command (``cli_group``) calls the same function.
+Free of click: the usual command line reaches ``check_entry`` through ``cli.fastparse``; click's
+``check`` command (``cli.group``) calls the same function.
 """
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ import os
 import sys
 from pathlib import Path
 
-from amplint.cli_common import EXIT_ERROR, EXIT_FINDINGS, EXIT_INTERRUPTED, EXIT_OK, Failure, _error, _plural, _warning, echo
-from amplint.cli_run import _run_files, _run_stdin, _show_fixes, _summary, _verbose, find_files
-from amplint.cli_settings import extension_map, settings_and_config, show_settings
+from amplint.cli.common import EXIT_ERROR, EXIT_FINDINGS, EXIT_INTERRUPTED, EXIT_OK, Failure, _error, _plural, _warning, echo
+from amplint.cli.run import _run_files, _run_stdin, _show_fixes, _summary, _verbose, find_files
+from amplint.cli.settings import extension_map, settings_and_config, show_settings
 
 # Formats that print fix edits, which cost a render per fix to compute.
 EDIT_FORMATS = frozenset({"json", "json-lines", "rdjson"})
@@ -22,7 +22,7 @@ def check_entry(paths: list[str], options: dict) -> None:
     """Run ``amplint check`` with parsed ``options`` and exit with its status."""
     try:
         if options["watch"]:
-            from amplint.cli_watch import watch
+            from amplint.cli.watch import watch
 
             _check_combinations(options, _uses_stdin(paths, options))
             _refuse_report_onto_watched_input(paths, options)
@@ -77,7 +77,7 @@ def run_check(paths: list[str], **options) -> int:
         _verbose(f"{where}; {_plural(len(settings.enabled_codes()), 'rule')} enabled")
 
     if options["show_files"] or options["show_settings"]:
-        from amplint.cli_common import _display
+        from amplint.cli.common import _display
 
         found = find_files(paths or ["."], config, options, report=True, quiet=True)
         if options["show_settings"]:
@@ -178,7 +178,7 @@ def _refuse_report_onto_watched_input(paths: list[str], options: dict) -> None:
     # Before the first run, so that --watch with a refused report ends at once rather than polling.
     if options["output_file"] is None:
         return
-    from amplint.cli_settings import resolve_run_config
+    from amplint.cli.settings import resolve_run_config
 
     try:
         config, _ = resolve_run_config(paths, options)

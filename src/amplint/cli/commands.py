@@ -8,8 +8,8 @@ import sys
 import click
 
 import amplint
-from amplint.cli_common import EXIT_ERROR, _error, _plural
-from amplint.cli_options import CONTEXT_SETTINGS
+from amplint.cli.common import EXIT_ERROR, _error, _plural
+from amplint.cli.options import CONTEXT_SETTINGS
 
 
 @click.command("rules", context_settings=CONTEXT_SETTINGS, short_help="List every rule.")
@@ -88,7 +88,7 @@ def clean_command(paths: tuple[str, ...], cache_dir: str | None, quiet: bool) ->
     Only folders that carry amplint's CACHEDIR.TAG are touched, and in them only the files amplint
     writes; anything else is left in place, and so is the folder holding it.
     """
-    from amplint.cli_clean import clean
+    from amplint.cli.clean import clean
 
     outcome = clean(list(paths) or ["."], cache_dir)
     for message in outcome.errors:

@@ -2,7 +2,7 @@
 
 pre-commit and editors start amplint on a file or two many times a day, and importing click
 costs more than deciding that a file has nothing to report. This parser reads the command lines
-people type and tools generate, with the option table of ``cli_spec``, and gives exactly the
+people type and tools generate, with the option table of ``cli.spec``, and gives exactly the
 values click would. Anything else (``--help``, an unknown or misspelt option, a value click
 would refuse, grouped short flags, shell completion) returns None, and click reads the command
 line instead, with its messages and help. A test compares both parsers on many command lines.
@@ -14,7 +14,7 @@ import os
 import stat
 from collections.abc import Mapping
 
-from amplint.cli_spec import CHECK_OPTIONS, MULTIPLE, SWITCH, VALUE, CheckOption
+from amplint.cli.spec import CHECK_OPTIONS, MULTIPLE, SWITCH, VALUE, CheckOption
 
 
 def _spellings() -> dict[str, tuple[CheckOption, bool]]:

@@ -1,7 +1,7 @@
 """The click side of the command line: the ``amplint`` group, ``check`` as its default command,
 the other commands, and ``verify`` loaded lazily.
 
-Imported when ``cli_fastparse`` leaves a command line to click: help, errors, and every command
+Imported when ``cli.fastparse`` leaves a command line to click: help, errors, and every command
 besides a plain ``check``.
 """
 
@@ -12,11 +12,11 @@ import sys
 import click
 
 import amplint
-from amplint.cli_common import _refuse_mistyped_command
-from amplint.cli_check import check_entry
-from amplint.cli_commands import clean_command, rule_command, rules_command, server_command, version_command
-from amplint.cli_common import EXIT_ERROR, _error
-from amplint.cli_options import CONTEXT_SETTINGS, check_options
+from amplint.cli.common import _refuse_mistyped_command
+from amplint.cli.check import check_entry
+from amplint.cli.commands import clean_command, rule_command, rules_command, server_command, version_command
+from amplint.cli.common import EXIT_ERROR, _error
+from amplint.cli.options import CONTEXT_SETTINGS, check_options
 
 _VERIFY_HELP = "Run a training script with AMP and check that it still trains (needs amplint[runtime])."
 

@@ -1,10 +1,10 @@
 """The ``amplint`` command line's entry point.
 
-A plain ``amplint [check] PATHS [OPTIONS]`` is read by ``cli_fastparse`` and run without
+A plain ``amplint [check] PATHS [OPTIONS]`` is read by ``cli.fastparse`` and run without
 importing click: that is the command pre-commit and editors start many times a day. Everything
-else (help, errors, the other commands) goes to the click group in ``cli_group``. The commands
-live in ``cli_check`` (with ``cli_options``, ``cli_settings``, ``cli_run``, ``cli_watch``) and
-``cli_commands`` (``rules``, ``rule``, ``server``, ``clean``, ``version``).
+else (help, errors, the other commands) goes to the click group in ``cli.group``. The commands
+live in ``cli.check`` (with ``cli.options``, ``cli.settings``, ``cli.run``, ``cli.watch``) and
+``cli.commands`` (``rules``, ``rule``, ``server``, ``clean``, ``version``).
 
 The engine, the reporters and the runtime companion are imported when a command needs them
 (``amplint --version`` imports no rule, and nothing here ever imports torch).
@@ -15,8 +15,8 @@ from __future__ import annotations
 import os
 import sys
 
-from amplint.cli_common import COMMANDS, EXIT_ERROR, EXIT_INTERRUPTED, _error, _refuse_mistyped_command
-from amplint.cli_spec import OUTPUT_FORMATS  # noqa: F401  (kept importable here)
+from amplint.cli.common import COMMANDS, EXIT_ERROR, EXIT_INTERRUPTED, _error, _refuse_mistyped_command
+from amplint.cli.spec import OUTPUT_FORMATS  # noqa: F401  (kept importable here)
 
 _GROUP_OPTIONS = frozenset({"-h", "--help", "--version"})
 
@@ -29,7 +29,7 @@ def _plain_check(args: list[str]) -> tuple[list[str], dict] | None:
         return None
     elif args:
         _refuse_mistyped_command(args[0])
-    from amplint.cli_fastparse import parse_check_arguments
+    from amplint.cli.fastparse import parse_check_arguments
 
     return parse_check_arguments(args)
 
@@ -40,7 +40,7 @@ def _import_check_modules() -> None:
     from amplint.gc_policy import importing
 
     with importing(), reused_dataclass_code("startup"):
-        import amplint.cli_check  # noqa: F401
+        import amplint.cli.check  # noqa: F401
         import amplint.discovery  # noqa: F401
         import amplint.engine  # noqa: F401
         import amplint.project.phase  # noqa: F401
@@ -53,10 +53,10 @@ def main(argv: list[str] | None = None) -> None:
         parsed = _plain_check(args)
         if parsed is not None:
             _import_check_modules()
-            from amplint.cli_check import check_entry
+            from amplint.cli.check import check_entry
 
             check_entry(*parsed)
-        from amplint.cli_group import main_group
+        from amplint.cli.group import main_group
 
         main_group.main(args=args, prog_name="amplint")
     except KeyboardInterrupt:
@@ -80,12 +80,12 @@ def console_main() -> None:
 
 
 def __getattr__(name: str):
-    # `from amplint.cli import main_group` (tests, embedding code) still works, importing click then.
+    # `from amplint.cli.main import main_group` (tests, embedding code) still works, importing click then.
     if name in ("main_group", "AmplintGroup", "check_command"):
-        import amplint.cli_group
+        import amplint.cli.group
 
-        return getattr(amplint.cli_group, name)
-    raise AttributeError(f"module 'amplint.cli' has no attribute {name!r}")
+        return getattr(amplint.cli.group, name)
+    raise AttributeError(f"module 'amplint.cli.main' has no attribute {name!r}")
 
 
 if __name__ == "__main__":  # pragma: no cover

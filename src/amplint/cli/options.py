@@ -1,10 +1,10 @@
-"""``amplint check``'s options as click options, built from the table in ``cli_spec``."""
+"""``amplint check``'s options as click options, built from the table in ``cli.spec``."""
 
 from __future__ import annotations
 
 import click
 
-from amplint.cli_spec import CHECK_OPTIONS, FLAG, MULTIPLE, OUTPUT_FORMATS, SWITCH, CheckOption  # noqa: F401
+from amplint.cli.spec import CHECK_OPTIONS, FLAG, MULTIPLE, OUTPUT_FORMATS, SWITCH, CheckOption  # noqa: F401
 
 CONTEXT_SETTINGS = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 

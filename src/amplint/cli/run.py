@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from amplint.cli_common import Failure, _display, _error, _one_line, _plural, _warning, echo
+from amplint.cli.common import Failure, _display, _error, _one_line, _plural, _warning, echo
 
 
 def _project_root(config, start: Path) -> Path:
@@ -70,7 +70,7 @@ def _show_fixes(changed, settings, mode: str) -> None:
 
 def find_files(paths, config, options, report: bool = False, quiet: bool = True):
     """The files a run checks (``--show-files`` lists them, ``--watch`` polls them)."""
-    from amplint.cli_settings import extension_map
+    from amplint.cli.settings import extension_map
     from amplint.discovery import DEFAULT_EXCLUDE, PatternError, check_pattern, discover
 
     for option in ("exclude", "extend_exclude"):
@@ -130,7 +130,7 @@ class AbsolutePaths(dict):
 
 def _run_files(paths, settings, config, start, mode, options, quiet, edits, found=None):
     """Lint (or fix) the files found in ``paths``; ``found``: discovery already run, not yet reported."""
-    from amplint.cli_settings import extension_map
+    from amplint.cli.settings import extension_map
     from amplint.jobs import Job, default_jobs, run_jobs
     from amplint.model import FileError, FileResult
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 
-from amplint.cli_common import Failure, echo
+from amplint.cli.common import Failure, echo
 
 
 def _split(values: tuple[str, ...]) -> tuple[str, ...]:
@@ -98,7 +98,7 @@ def show_settings(settings, config, options, files, output_format: str) -> None:
     """``--show-settings``: what the first file found would be checked with, as ``key = value`` lines."""
     import json
 
-    from amplint.cli_common import _display
+    from amplint.cli.common import _display
     from amplint.discovery import DEFAULT_EXCLUDE
 
     first = files[0] if files else None

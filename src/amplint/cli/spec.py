@@ -1,7 +1,7 @@
 """The options of ``amplint check``, as plain data.
 
-One table serves both parsers: ``cli_options`` turns it into click options (help, errors, every
-unusual spelling), and ``cli_fastparse`` reads the common command lines with it without
+One table serves both parsers: ``cli.options`` turns it into click options (help, errors, every
+unusual spelling), and ``cli.fastparse`` reads the common command lines with it without
 importing click. Nothing here imports more than the standard library's basics.
 """
 

@@ -15,7 +15,7 @@ import time
 
 import click
 
-from amplint.cli_common import EXIT_OK, Failure, _error
+from amplint.cli.common import EXIT_OK, Failure, _error
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -25,8 +25,8 @@ DEFAULT_INTERVAL_S = 0.5
 
 
 def _snapshot(paths: list[str], options: dict) -> dict[str, tuple[int, int]]:
-    from amplint.cli_run import find_files
-    from amplint.cli_settings import resolve_run_config
+    from amplint.cli.run import find_files
+    from amplint.cli.settings import resolve_run_config
 
     try:
         config, _ = resolve_run_config(paths, options)

@@ -1,4 +1,4 @@
-"""The click command behind ``amplint verify`` (registered lazily by amplint.cli)."""
+"""The click command behind ``amplint verify`` (registered lazily by amplint.cli.main)."""
 
 from __future__ import annotations
 
