@@ -86,7 +86,7 @@ def test_the_resume_side():
     assert (checkpoint, key, D.quote_of(node)) == ("state", "optimizer", "'")
     assert not facts.checkpoints.scaler_restored_beside(restore, ["scaler"])
     helper = _facts(TRAINER + "    load_checkpoint(path, model, optimizer, scaler)\n")
-    assert helper.scaler_restored_beside(helper.state_restores[0], ["scaler"])
+    assert helper.checkpoints.scaler_restored_beside(helper.checkpoints.state_restores[0], ["scaler"])
 
 
 def test_a_scaler_that_may_be_none():

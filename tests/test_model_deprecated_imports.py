@@ -11,7 +11,7 @@ def _facts(code: str) -> FileFacts:
 
 
 def _unreported(code: str) -> list[tuple[str, str, bool]]:
-    return [(f.bound, f.bindings.qualname, f.rebinding_line is not None) for f in _facts(code).compat.unreported_deprecated_imports]
+    return [(f.bound, f.qualname, f.rebinding_line is not None) for f in _facts(code).compat.unreported_deprecated_imports]
 
 
 def test_unused_and_rebound_names_are_unreported_used_names_are_not():
