@@ -115,22 +115,25 @@ def _literal_precisions(facts, value: cst.BaseExpression, ctx: Context, depth: i
     return frozenset(found) if found else None
 
 
-def accelerator_builds_of(facts, text: str, ctx: Context) -> list[AcceleratorBuild]:
+def accelerator_builds_of(facts, text: str, ctx: Context, _depth: int = 0) -> list[AcceleratorBuild]:
     """The builds of the Accelerator variable the dotted ``text`` names at ``ctx``; empty when any
     assignment of that variable is not an ``Accelerator(...)`` call (then it is not known to be one).
 
     A parameter (``def train(accelerator, ...)``) is followed one call level up: it is an
     Accelerator when every same-file call passes a name that is one where it is called (and
-    there is at least one such call)."""
+    there is at least one such call), through at most two levels of calls."""
     function = facts.function_by_node.get(ctx.scope.node) if ctx.scope.kind == "function" else None
     if function is not None and text in function.params and text != "self":
+        if _depth >= 2:
+            return []
         values = facts.parameter_values(function, text)
         if not values or any(not isinstance(value, cst.Name) for value, _ in values):
             return []
         found: list[AcceleratorBuild] = []
         for value, scope in values:
             caller = next((site.ctx for site in facts.callers_of(function) if site.ctx.scope is scope), None)
-            builds = accelerator_builds_of(facts, value.value, caller) if caller is not None and caller.scope is not ctx.scope else []
+            builds = accelerator_builds_of(facts, value.value, caller, _depth + 1) \
+                if caller is not None and caller.scope is not ctx.scope else []
             if not builds:
                 return []
             found.extend(builds)

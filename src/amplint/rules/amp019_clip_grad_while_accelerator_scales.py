@@ -279,6 +279,7 @@ class ClipGradWhileAcceleratorScales(Rule):
         if not backwards:
             return
         unscales = [site for method in _UNSCALING for site, _ in accelerator_method_calls(facts, method)]
+        self._builds: dict[tuple[str, int], list[AcceleratorBuild]] = {}  # per receiver text and function
         for clip in facts.calls_to(_CLIPS):
             found = self._scaled_by(clip, backwards, unscales)
             if found is None:
@@ -294,7 +295,10 @@ class ClipGradWhileAcceleratorScales(Rule):
         for backward, accelerator in backwards:
             if backward.ctx.scope is not clip.ctx.scope or not flow.reaches(backward.ctx, clip.ctx):
                 continue
-            builds = [b for b in accelerator_builds_of(facts, accelerator, backward.ctx) if b.may_be_fp16]
+            key = (accelerator, id(backward.ctx.scope))
+            if key not in self._builds:
+                self._builds[key] = [b for b in accelerator_builds_of(facts, accelerator, backward.ctx) if b.may_be_fp16]
+            builds = self._builds[key]
             if not builds:
                 continue
             if any(u.ctx.scope is clip.ctx.scope and flow.between(backward.ctx, u.ctx, clip.ctx) for u in unscales):
