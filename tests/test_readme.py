@@ -17,8 +17,9 @@ def _quick_start_commands() -> list[str]:
 def test_quick_start_has_two_commands_that_install_first():
     commands = _quick_start_commands()
     assert len(commands) == 2
-    for command in commands:
-        assert command.startswith("pip install torch==2.13.0 && pip install -e '.[dev]' && ")
+    assert commands[0].startswith("pip install torch==2.13.0 && pip install -e '.[dev]' && ")
+    # The tests need the pinned frameworks too, or the framework rules' runtime tests would skip.
+    assert commands[1].startswith("pip install torch==2.13.0 && pip install -e '.[dev,frameworks]' && ")
 
 
 def test_ci_runs_the_readme_test_command():
@@ -26,6 +27,7 @@ def test_ci_runs_the_readme_test_command():
     ci_lines = [line.strip() for line in (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()]
     assert test_command in ci_lines
     assert "python -m pip install torch==2.13.0" in ci_lines
+    assert "python -m pip install -e '.[dev,frameworks]'" in ci_lines
 
 
 def test_quick_start_lints_the_bundled_examples():

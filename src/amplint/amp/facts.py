@@ -44,6 +44,7 @@ from amplint.amp.compat import CompatFacts
 from amplint.amp.devices import DeviceFacts
 from amplint.amp.dtypes import DtypeFacts
 from amplint.amp.events import EventFacts
+from amplint.amp.frameworks import FrameworkFacts
 from amplint.amp.iterations import IterationFacts
 from amplint.amp.loop_scaling import LoopScalingFacts
 from amplint.amp.loss_scaling import LossScalingFacts
@@ -83,6 +84,7 @@ class FileFacts(SemanticModel):
         self.compat = CompatFacts(self)
         self.torchscript = ScriptFacts(self)
         self.overflow = OverflowFacts(self)
+        self.frameworks = FrameworkFacts(self)
 
     def canonical_name(self, qualname: str) -> str:
         return API.canonical(qualname)
