@@ -240,3 +240,42 @@ def test_leaving_a_nested_loop_does_not_start_the_outer_loop_again():
     assert not flow.reaches(at["clip"], at["scaler.step"])
     assert flow.reaches(at["clip"], at["finish"])
     assert flow.reaches(at["clip"], at["scaler.step"], across_iterations=True)
+
+
+def _loops_and_places(code: str):
+    facts = FileFacts.from_source(textwrap.dedent(code))
+    places = {site.func_text: site.ctx for site in facts.calls}
+    return facts.control_flow, places, [loop.node for loop in facts.loops]
+
+
+def test_a_pass_skips_what_its_own_continue_jumps_over():
+    flow, at, (batches, optimizers) = _loops_and_places("""
+    def train(model, loader, optimizers, scaler, optim_idx):
+        for batch in loader:
+            scaler.scale(model(batch)).backward()
+            for iopt, optimizer in enumerate(optimizers):
+                if iopt != optim_idx:
+                    continue
+                scaler.step(optimizer)
+                scaler.update()
+    """)
+    assert flow.pass_may_skip(optimizers, at["scaler.update"])
+    assert not flow.pass_may_skip(batches, at["scaler.scale"])
+
+
+def test_continue_after_the_place_or_in_an_inner_loop_skips_nothing():
+    flow, at, (optimizers, groups, params) = _loops_and_places("""
+    def step_all(optimizers, scaler, max_norm):
+        for optimizer in optimizers:  # continue with the next optimizer
+            for group in optimizer.param_groups:
+                for p in group["params"]:
+                    if p.grad is None:
+                        continue
+                    p.grad.clamp_(-max_norm, max_norm)
+            scaler.step(optimizer)
+            scaler.update()
+            if not optimizer.param_groups:
+                break
+    """)
+    assert not flow.pass_may_skip(optimizers, at["scaler.update"])
+    assert flow.pass_may_skip(params, at["p.grad.clamp_"])

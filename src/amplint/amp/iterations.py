@@ -7,14 +7,12 @@ the GradScaler's per-iteration state machine (scale, unscale_, step, update) mak
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from amplint.amp.events import BACKWARD_KINDS, Event, EventKind
 from amplint.semantic.records import Context, Loop, Scope
 
 K = EventKind
-_SKIPS_A_PASS = re.compile(r"\b(continue|break)\b")
 # Hooks that only step: the update belongs to whoever calls them.
 _STEP_ONLY_HOOKS = ("optimizer_step", "step", "_optimizer_step")
 
@@ -179,7 +177,7 @@ class IterationFacts:
         events = [e for e in self.facts.timeline.events_by_scope.get(update.ctx.scope, []) if loop in e.ctx.loops]
         if any(e.kind in BACKWARD_KINDS for e in events):
             return None
-        if _SKIPS_A_PASS.search(self.facts.code(loop.node.body)):
+        if self.facts.control_flow.pass_may_skip(loop.node, update.ctx):
             return None  # ``if iopt != optim_idx: continue`` (espnet's GAN turns): maybe one optimizer per pass
         stepped = any(
             e.kind is K.SCALER_STEP and e.scaler == update.scaler and e.order < update.order

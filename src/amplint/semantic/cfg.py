@@ -65,6 +65,8 @@ class FlowGraph:
         # loop header -> the edges into its body (the others leave the loop)
         self.body_edges: dict[cst.CSTNode, list[Edge]] = {}
         self.tests: list[cst.BaseExpression] = []  # every branch test, in source order
+        # loop header -> its own ``continue``/``break`` lines (not those of a loop inside it)
+        self.early_ends: dict[cst.CSTNode, list[cst.CSTNode]] = {}
         self._loops: list[_LoopFrame] = []
 
     @classmethod
@@ -136,6 +138,8 @@ class FlowGraph:
             if isinstance(small, cst.Raise):
                 self._connect([_Pending(node)], RAISE)
                 return []
+            if isinstance(small, (cst.Break, cst.Continue)) and self._loops:
+                self.early_ends.setdefault(self._loops[-1].header, []).append(node)
             if isinstance(small, cst.Break) and self._loops:
                 self._loops[-1].breaks.append(_Pending(node))
                 return []

@@ -80,6 +80,16 @@ class ControlFlow:
             and self.reaches_avoiding(c, b, [other for other in candidates if other is not c])
         ]
 
+    def pass_may_skip(self, loop: cst.For | cst.While, ctx: Context) -> bool:
+        """A pass through ``loop`` may end early (its own ``continue`` or ``break``) before ``ctx``
+        runs; ``True`` when the graph cannot tell."""
+        paths = self.queries(ctx.scope)
+        y = self.anchor(ctx)
+        if paths is None or y not in paths.graph or loop not in paths.graph:
+            return True
+        ends = paths.graph.early_ends.get(loop, [])
+        return any(end is not y and paths.reaches_avoiding(loop, end, [y]) for end in ends)
+
     def may_run_together(self, a: Context, b: Context) -> bool:
         """``a`` and ``b`` may both run in one pass through their body (one loop iteration)."""
         pair = self._pair(a, b)
