@@ -1,9 +1,11 @@
-"""``[tool.amplint]`` in ``pyproject.toml`` and top-level keys in ``amplint.toml``.
+"""``[tool.amplint]`` in ``pyproject.toml`` and top-level keys in ``.amplint.toml`` / ``amplint.toml``.
 
 The nearest configuration file is searched upward from the first path given (or the
-current directory). In one directory ``amplint.toml`` wins over ``pyproject.toml``; a
-``pyproject.toml`` without a ``[tool.amplint]`` table is not a configuration file and the
-search goes on upward. Every problem is a :class:`ConfigError` whose message is one line
+current directory). In one directory ``.amplint.toml`` wins over ``amplint.toml``, which wins
+over ``pyproject.toml`` (ruff's order for its own three files); a ``pyproject.toml`` without a
+``[tool.amplint]`` table is not a configuration file and the search goes on upward. As in
+ruff, the rule settings may also sit in a ``lint`` sub-table (``[tool.amplint.lint]``,
+``[lint]``); a key set in both places takes the ``lint`` table's value. Every problem is a :class:`ConfigError` whose message is one line
 naming the file (and the key): the CLI prints it as ``amplint: error: <message>``.
 """
 
@@ -18,7 +20,7 @@ TYPE_CHECKING = False  # typing itself is not imported: a clean run does not nee
 if TYPE_CHECKING:
     from typing import Any
 
-CONFIG_FILES = ("amplint.toml", "pyproject.toml")
+CONFIG_FILES = (".amplint.toml", "amplint.toml", "pyproject.toml")
 
 # Real configuration files are a few KiB; anything this large is not one.
 MAX_CONFIG_BYTES = 1024 * 1024
@@ -38,6 +40,8 @@ KEYS = (
     "output-format",
     "project-analysis",
 )
+# The keys ruff keeps under [tool.ruff.lint]; the rest stay in the top-level table.
+LINT_KEYS = ("select", "ignore", "extend-ignore", "extend-select", "unfixable", "per-file-ignores")
 
 
 class ConfigError(Exception):
@@ -185,7 +189,7 @@ def parse_table(table: dict[str, Any], label: str, path: Path | None) -> Config:
     from amplint.settings import SelectionError, parse_torch_version
 
     values: dict[str, Any] = {}
-    for key, value in table.items():
+    for key, value in _with_lint_table(table, label).items():
         if key not in KEYS:
             import difflib  # only a misspelt key needs it
 
@@ -228,6 +232,28 @@ def parse_table(table: dict[str, Any], label: str, path: Path | None) -> Config:
     return Config(path=path, **values)
 
 
+def _with_lint_table(table: dict[str, Any], label: str) -> dict[str, Any]:
+    """``table`` with its ``lint`` sub-table's keys raised into it (they win over the same key above)."""
+    if "lint" not in table:
+        return table
+    lint = table["lint"]
+    lint_label = f"{label[:-1]}.lint]" if label.endswith("]") else f"{label} [lint]"
+    if not isinstance(lint, dict):
+        raise ConfigError(f"{lint_label} must be a table")
+    for key in lint:
+        if key in KEYS and key not in LINT_KEYS:
+            raise ConfigError(f"{lint_label} '{key}' belongs in {label.rsplit(' ', 1)[-1] if label.endswith(']') else 'the top level'}, not in the lint table")
+        if key not in KEYS:
+            import difflib
+
+            close = difflib.get_close_matches(key, LINT_KEYS, n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            raise ConfigError(f"{lint_label} unknown key '{key}'{hint}")
+    merged = {key: value for key, value in table.items() if key != "lint"}
+    merged.update(lint)
+    return merged
+
+
 def _include_globs(value: Any, where: str) -> tuple[str, ...]:
     globs = _strings(value, where)
     for glob in globs:
@@ -240,6 +266,15 @@ LANGUAGES = ("python", "pyi", "ipynb")
 
 
 def _extensions(value: Any, where: str) -> tuple[tuple[str, str], ...]:
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if key in KEYS and not isinstance(item, str):
+                # TOML puts every key after a [table] header into that table.
+                file, _, parent = where.rpartition(" 'extension'")[0].partition(": ")
+                header = f"[{parent.strip('[]:') + '.' if parent.strip('[]:') else ''}extension]"
+                raise ConfigError(
+                    f"{file.rstrip(':')}: {header} '{key}' is a setting, not an extension: move it above the {header} header"
+                )
     if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
         raise ConfigError(f"{where} must be a table of extension = \"python\" | \"pyi\" | \"ipynb\"")
     return parse_extensions([f"{extension}:{language}" for extension, language in value.items()], where)

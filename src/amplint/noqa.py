@@ -2,7 +2,9 @@
 
 The suppressor (engine), ``--add-noqa`` and AMP100 all take "the directive on row R" from
 :func:`directives_in_comments`, so a directive one of them writes or removes is the one the
-others read.
+others read. A comment that starts ``# amplint: noqa`` (``: CODES`` optional) exempts its whole
+file, as ``# ruff: noqa`` does for ruff; ``# ruff: noqa`` and ``# flake8: noqa`` belong to those
+tools and exempt nothing here.
 """
 
 from __future__ import annotations
@@ -26,6 +28,25 @@ _LONE_CR = re.compile(r"\r(?!\n)")
 
 UNSUPPRESSIBLE = frozenset({SYNTAX_ERROR_CODE})
 UNUSED_NOQA_CODE = "AMP100"  # the rule that reports a directive suppressing nothing
+
+
+_CODES = r"[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*"
+_FILE_NOQA = r"(?i)#\s*amplint\s*:\s*noqa\b(?:\s*:\s*(?P<codes>" + _CODES + r"))?"
+
+
+def file_exemption(comment: str) -> frozenset[str] | None:
+    """The codes a ``# amplint: noqa[: CODES]`` comment exempts its file from (``ALL_CODES``: every code).
+
+    ``None`` when ``comment`` is no such directive.
+    """
+    match = re.match(_FILE_NOQA, comment)
+    if match is None:
+        return None
+    listed = match.group("codes")
+    return ALL_CODES if listed is None else frozenset(code.upper() for code in split_codes(listed))
+
+
+ALL_CODES = frozenset({"ALL"})
 
 
 def directive(comment: str) -> re.Match | None:
@@ -103,17 +124,37 @@ def row_directives(text: str) -> dict[int, RowDirective]:
 class FileDirectives:
     """The directives of one text, read when first asked for: most parsed files have no finding."""
 
-    __slots__ = ("_text", "_by_row")
+    __slots__ = ("_text", "_by_row", "_exempt")
 
     def __init__(self, text: str) -> None:
         self._text = text
         self._by_row: dict[int, RowDirective] | None = None
+        self._exempt: frozenset[str] = frozenset()
 
     def by_row(self) -> dict[int, RowDirective]:
         if self._by_row is None:
-            self._by_row = row_directives(self._text)
-            self._text = ""  # the scan is all that is needed from it
-        return self._by_row
+            self._scan()
+        return self._by_row  # type: ignore[return-value]
+
+    def _scan(self) -> None:
+        text, self._text = self._text, ""  # the scan is all that is needed from it
+        if _MENTIONS_NOQA.search(text) is None:
+            self._by_row = {}
+            return
+        comments = list(comment_tokens(text))
+        self._by_row = directives_in_comments(comments)
+        exempt: set[str] = set()
+        for token in comments:
+            exempt |= file_exemption(token.string) or frozenset()
+        self._exempt = frozenset(exempt)
+
+    def exempts_file(self, code: str) -> bool:
+        """Whether a ``# amplint: noqa`` comment exempts the whole file from ``code``."""
+        if self._by_row is None:
+            self._scan()
+        if code in UNSUPPRESSIBLE or not self._exempt:
+            return False
+        return "ALL" in self._exempt or code in self._exempt
 
     def on_row(self, row: int) -> RowDirective | None:
         return self.by_row().get(row)
@@ -141,7 +182,12 @@ class SuppressionLog:
 
     def suppress(self, row: int, code: str) -> bool:
         """Whether the directive on ``row`` suppresses ``code``; a suppression is logged."""
-        if not self.respected or not self.directives.suppresses(row, code):
+        if not self.respected:
             return False
+        exempt = self.directives.exempts_file(code)
+        if not self.directives.suppresses(row, code):
+            return exempt
+        # A row directive the file-wide one makes redundant still counts as used: AMP100 stays
+        # silent rather than ask to remove a directive that another tool's run may need.
         self.used.setdefault(row, set()).add(code)
         return True

@@ -92,7 +92,7 @@ CHECK_OPTIONS = (
     _flag("-q --quiet", "Print findings only: no summary, no warnings."),
     _flag("-v --verbose", "Also say which configuration, files and cache are used, and how long it took."),
     CheckOption(VALUE, ("--config",), dest="config_path", is_path=True,
-                help="Configuration file (pyproject.toml or amplint.toml)."),
+                help="Configuration file (pyproject.toml, amplint.toml or .amplint.toml)."),
     _flag("--isolated", "Ignore all configuration files (defaults plus the flags given)."),
     CheckOption(VALUE, ("--target-torch",), metavar="VERSION", help="Oldest torch the code must run on, e.g. 2.2."),
     CheckOption(VALUE, ("-j", "--jobs"), minimum=1, help="Parallel workers (default: the CPU cores)."),
