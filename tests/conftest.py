@@ -8,6 +8,7 @@ registered only for the tests that ask for ``fake_rules``.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from functools import lru_cache
@@ -103,9 +104,29 @@ def fake_rules():
             RULES.pop(cls.code, None)
 
 
+# The human summary line `amplint check` prints last on stdout (as ruff does).
+SUMMARY_LINE = re.compile(
+    r"(?:Found \d+ errors?\b|All checks passed!|No findings in the files checked\.|Fixed \d+ errors?\.|No errors fixed\.)"
+)
+
+
 class Run:
     def __init__(self, exit_code: int, stdout: str, stderr: str) -> None:
         self.exit_code, self.stdout, self.stderr = exit_code, stdout, stderr
+
+    @property
+    def summary(self) -> str | None:
+        """The summary line at the end of stdout, if there is one."""
+        lines = self.stdout.splitlines()
+        return lines[-1] if lines and SUMMARY_LINE.match(lines[-1]) else None
+
+    @property
+    def report(self) -> str:
+        """stdout without the summary line (and the blank line the full format puts before it)."""
+        if self.summary is None:
+            return self.stdout
+        body = self.stdout[: self.stdout.rstrip("\n").rfind("\n") + 1]
+        return body[:-1] if body.endswith("\n\n") else body
 
     def __repr__(self) -> str:  # shown when an assertion fails
         return f"Run(exit_code={self.exit_code}, stdout={self.stdout!r}, stderr={self.stderr!r})"

@@ -39,7 +39,7 @@ def test_syntax_error_cannot_be_ignored_by_noqa(cli, files, fake_rules):
 def test_missing_path_reported_run_goes_on_exit_2(cli, with_ok_file):
     run = cli("foo.py", "ok.py", "--output-format", "concise")
     assert run.exit_code == 2
-    assert run.stdout == GOOD_FINDING
+    assert run.report == GOOD_FINDING
     assert run.stderr.splitlines()[0] == "amplint: error: no such file or directory: foo.py"
     assert_no_traceback(run)
 
@@ -52,7 +52,7 @@ def test_directory_without_python_files_warns_exit_0(cli, files):
     files({"docs/readme.md": "# hi\n"})
     run = cli("docs")
     assert run.exit_code == 0
-    assert run.stderr == "amplint: warning: no Python files found in docs\nAll checks passed!\n"
+    assert (run.stderr, run.summary) == ("amplint: warning: no Python files found in docs\n", "All checks passed!")
 
 
 def test_unreadable_file(cli, files, with_ok_file, tmp_path, monkeypatch):
@@ -76,33 +76,34 @@ def test_unreadable_file(cli, files, with_ok_file, tmp_path, monkeypatch):
     finally:
         secret.chmod(stat.S_IRUSR | stat.S_IWUSR)
     assert run.exit_code == 1
-    assert run.stdout == GOOD_FINDING
-    assert run.stderr == (
-        "amplint: error: secret.py: permission denied\n"
-        "Found 1 error (1 fixable with --fix). 1 file could not be checked.\n"
+    assert run.report == GOOD_FINDING
+    assert (run.stderr, run.summary) == (
+        "amplint: error: secret.py: permission denied\n",
+        "Found 1 error (1 fixable with --fix). 1 file could not be checked.",
     )
 
 
 def test_explicit_directory_named_like_a_file_is_walked(cli, files, fake_rules):
     files({"pkg.py/inner.py": "bad_call()\n"})
     run = cli("pkg.py", "--output-format", "concise")
-    assert run.stdout == "pkg.py/inner.py:1:1: AMP991 [*] `bad_call` is not allowed\n"
+    assert run.report == "pkg.py/inner.py:1:1: AMP991 [*] `bad_call` is not allowed\n"
 
 
 def test_fifo_is_not_read(cli, files, with_ok_file, tmp_path):
     os.mkfifo(tmp_path / "pipe.py")  # a walk must not block on it
     run = cli(".", "--output-format", "concise", "--no-cache")
-    assert run.stdout == GOOD_FINDING
+    assert run.report == GOOD_FINDING
 
 
 def test_non_utf8_without_cookie(cli, files, with_ok_file, tmp_path):
     (tmp_path / "latin.py").write_bytes(b"bad_call()  # caf\xe9\n")
     run = cli(".", "--output-format", "concise")
     assert run.exit_code == 1
-    assert run.stdout == GOOD_FINDING
+    assert run.report == GOOD_FINDING
     first = run.stderr.splitlines()[0]
     assert first.startswith("amplint: error: latin.py: ")
-    assert len(run.stderr.splitlines()) == 2  # the error line and the summary
+    assert len(run.stderr.splitlines()) == 1  # the error line; the summary is on stdout
+    assert run.summary == "Found 1 error (1 fixable with --fix). 1 file could not be checked."
     assert_no_traceback(run)
 
 
@@ -117,7 +118,7 @@ def test_huge_file(cli, files, with_ok_file, tmp_path):
     (tmp_path / "huge.py").write_bytes(b"#" * (MAX_FILE_BYTES + 1))
     run = cli(".", "--output-format", "concise")
     assert run.exit_code == 1
-    assert run.stdout == GOOD_FINDING
+    assert run.report == GOOD_FINDING
     assert run.stderr.splitlines()[0].startswith("amplint: error: huge.py: file is too large to lint")
 
 
@@ -125,7 +126,7 @@ def test_internal_error_in_rule_exit_2_names_file_and_rule(cli, files, with_ok_f
     files({"boom.py": "explode()\n"})
     run = cli(".", "--output-format", "concise", "--extend-select", "AMP994")
     assert run.exit_code == 2
-    assert run.stdout == GOOD_FINDING  # the other rules and files still ran
+    assert run.report == GOOD_FINDING  # the other rules and files still ran
     assert run.stderr.splitlines()[0] == "amplint: error: boom.py: internal error in rule AMP994: ValueError: boom"
     assert_no_traceback(run)
 
@@ -167,7 +168,7 @@ def test_bom_with_latin1_cookie_is_python_s_syntax_error_and_never_fixed(cli, fi
         compile(data, "bom.py", "exec")
     run = cli("bom.py", "--output-format", "concise")
     assert run.exit_code == 1
-    assert run.stdout == f"bom.py:{line}:1: AMP000 SyntaxError: {python.value.msg}\n"
+    assert run.report == f"bom.py:{line}:1: AMP000 SyntaxError: {python.value.msg}\n"
     run = cli("bom.py", "--fix")
     assert run.exit_code == 1 and "AMP000" in run.stdout
     assert_no_traceback(run)
@@ -176,7 +177,7 @@ def test_bom_with_latin1_cookie_is_python_s_syntax_error_and_never_fixed(cli, fi
 
 def test_bom_with_utf8_cookie_is_linted_and_fixed(cli, files, fake_rules, tmp_path):
     (tmp_path / "bom.py").write_bytes(BOM + b"# coding: utf-8\nbad_call()\n")
-    assert cli("bom.py", "--output-format", "concise").stdout == "bom.py:2:1: AMP991 [*] `bad_call` is not allowed\n"
+    assert cli("bom.py", "--output-format", "concise").report == "bom.py:2:1: AMP991 [*] `bad_call` is not allowed\n"
     assert cli("bom.py", "--fix").exit_code == 0
     assert (tmp_path / "bom.py").read_bytes() == BOM + b"# coding: utf-8\ngood_call()\n"
 
@@ -188,7 +189,7 @@ def test_a_file_only_amplint_s_parser_rejects_is_not_linted_never_amp000(cli, fi
     (tmp_path / "joined.py").write_text(joined)
     run = cli(".", "--output-format", "concise")
     assert "AMP000" not in run.stdout
-    assert run.stdout == GOOD_FINDING
+    assert run.report == GOOD_FINDING
     assert "joined.py: not linted: amplint's parser (libcst) cannot read this file, which Python accepts" in run.stderr
     assert "1 file could not be checked" in run.stderr + run.stdout
     assert_no_traceback(run)

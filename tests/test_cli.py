@@ -37,7 +37,7 @@ def test_option_first_routes_to_check_fix(cli, files, fake_rules, tmp_path):
     run = cli("--fix")  # `amplint --fix` during a migration
     assert run.exit_code == 0, run
     assert (tmp_path / "a.py").read_text() == "good_call()\n"
-    assert run.stderr == "Fixed 1 error.\n"
+    assert (run.stdout, run.stderr) == ("Found 1 error (1 fixed, 0 remaining).\n", "")
 
 
 def test_version(cli):
@@ -82,8 +82,10 @@ def test_full_format_snapshot(cli, files, fake_rules):
         "  | \t^^^^^^^^ AMP992\n"
         "  |\n"
         "  = help: Replace with `careful` (unsafe fix: enable with --unsafe-fixes)\n"
+        "\n"
+        "Found 2 errors (1 fixable with --fix, 1 fixable with --fix --unsafe-fixes).\n"
     )
-    assert run.stderr == "Found 2 errors (1 fixable with --fix, 1 fixable with --fix --unsafe-fixes).\n"
+    assert run.stderr == ""
 
 
 def test_full_format_no_fix_reason_and_unsafe_enabled(cli, files, fake_rules):
@@ -92,7 +94,8 @@ def test_full_format_no_fix_reason_and_unsafe_enabled(cli, files, fake_rules):
     assert "  = note: nothing to fix\n" in run.stdout
     assert "a.py:2:1: AMP992 [*] `risky` may change results" in run.stdout
     assert "  = help: Replace with `careful`\n" in run.stdout
-    assert run.stderr == "Found 2 errors (1 fixable with --fix).\n"
+    assert run.stdout.endswith("  = help: Replace with `careful`\n\nFound 2 errors (1 fixable with --fix).\n")
+    assert run.stderr == ""
 
 
 def test_text_is_an_alias_of_full(cli, files, fake_rules):
@@ -108,8 +111,9 @@ def test_concise_format_snapshot(cli, files, fake_rules):
         "b.py:1:1: AMP991 [*] `bad_call` is not allowed\n"
         "b.py:2:1: AMP992 `risky` may change results\n"
         "b.py:3:1: AMP993 a note, with a comma: and a colon\n"
+        "Found 4 errors (2 fixable with --fix, 1 fixable with --fix --unsafe-fixes).\n"
     )
-    assert run.stderr == "Found 4 errors (2 fixable with --fix, 1 fixable with --fix --unsafe-fixes).\n"
+    assert run.stderr == ""
 
 
 def test_json_format(cli, files, fake_rules, tmp_path):
@@ -121,6 +125,7 @@ def test_json_format(cli, files, fake_rules, tmp_path):
     assert data == [
         {
             "code": "AMP991",
+            "name": "test-bad-call",
             "message": "`bad_call` is not allowed",
             "filename": str((tmp_path / "a.py").resolve()),
             "location": {"row": 1, "column": 1},
@@ -140,6 +145,7 @@ def test_json_format(cli, files, fake_rules, tmp_path):
         },
         {
             "code": "AMP993",
+            "name": "test-info",
             "message": "a note, with a comma: and a colon",
             "filename": str((tmp_path / "a.py").resolve()),
             "location": {"row": 2, "column": 1},
@@ -192,7 +198,7 @@ def test_deprecated_api_end_to_end(cli, files, tmp_path):
     assert fixed.exit_code == 0, fixed
     assert "torch.amp.autocast(" in (tmp_path / "train.py").read_text()
     again = cli("train.py")
-    assert (again.exit_code, again.stderr) == (0, "All checks passed!\n")
+    assert (again.exit_code, again.stdout, again.stderr) == (0, "All checks passed!\n", "")
 
 
 # --------------------------------------------------------------------------- summaries, quiet, exit codes
@@ -201,14 +207,15 @@ def test_deprecated_api_end_to_end(cli, files, tmp_path):
 def test_all_checks_passed(cli, files, fake_rules):
     files({"a.py": "good_call()\n"})
     run = cli("a.py")
-    assert (run.exit_code, run.stdout, run.stderr) == (0, "", "All checks passed!\n")
+    assert (run.exit_code, run.stdout, run.stderr) == (0, "All checks passed!\n", "")
 
 
 def test_exit_zero(cli, files, fake_rules):
     files({"a.py": BAD})
     run = cli("a.py", "--exit-zero", "--output-format", "concise")
     assert run.exit_code == 0
-    assert run.stdout.count("\n") == 3
+    assert run.stdout.count("\n") == 4  # three findings and the summary
+    assert run.stdout.splitlines()[-1].startswith("Found 3 errors")
 
 
 def test_quiet_prints_findings_only(cli, files, fake_rules):
@@ -226,6 +233,7 @@ def test_statistics_text(cli, files, fake_rules):
         "3\tAMP991\t[*] test-bad-call\n"
         "2\tAMP992\t[ ] test-risky-call\n"
         "1\tAMP993\t[ ] test-info\n"
+        "Found 6 errors (3 fixable with --fix, 2 fixable with --fix --unsafe-fixes).\n"
     )
 
 
@@ -247,10 +255,10 @@ def test_fix_safe_only_then_unsafe(cli, files, fake_rules, tmp_path):
     run = cli("a.py", "--fix", "--output-format", "concise")
     assert run.exit_code == 1
     assert (tmp_path / "a.py").read_text() == "good_call()\nrisky()\n"
-    assert run.stdout == "a.py:2:1: AMP992 `risky` may change results\n"
-    assert run.stderr == "Fixed 1 error, 1 remaining.\n"
+    assert run.stdout == "a.py:2:1: AMP992 `risky` may change results\nFound 2 errors (1 fixed, 1 remaining).\n"
+    assert run.stderr == ""
     run = cli("a.py", "--fix", "--unsafe-fixes")
-    assert (run.exit_code, run.stderr) == (0, "Fixed 1 error.\n")
+    assert (run.exit_code, run.stdout, run.stderr) == (0, "Found 1 error (1 fixed, 0 remaining).\n", "")
     assert (tmp_path / "a.py").read_text() == "good_call()\ncareful()\n"
 
 
@@ -270,8 +278,8 @@ def test_show_fixes(cli, files, fake_rules):
         "Fixed:\n"
         "- a.py:\n"
         "    2 × AMP991 (test-bad-call)\n"
-        "Fixed 2 errors, 1 remaining.\n"
     )
+    assert run.stdout.endswith("Found 3 errors (2 fixed, 1 remaining).\n")
 
 
 def test_diff_writes_nothing(cli, files, fake_rules, tmp_path):
@@ -382,7 +390,7 @@ def test_syntax_errors_in_non_ascii_files_without_amp_text(cli, files, data):
     named = cli("a.py", "--output-format", "concise")
     assert named.exit_code == 1
     line = data.count(b"\n")
-    assert named.stdout == f"a.py:{line}:7: AMP000 SyntaxError: invalid syntax\n"
+    assert named.stdout == f"a.py:{line}:7: AMP000 SyntaxError: invalid syntax\nFound 1 error.\n"
     piped = cli("-", "--stdin-filename", "a.py", "--output-format", "concise", input=data)
     assert piped.stdout == named.stdout
 
@@ -393,7 +401,7 @@ def test_syntax_errors_in_non_ascii_files_without_amp_text(cli, files, data):
 def test_stdin_check(cli, fake_rules):
     run = cli("-", "--output-format", "concise", input="bad_call()\n")
     assert run.exit_code == 1
-    assert run.stdout == "-:1:1: AMP991 [*] `bad_call` is not allowed\n"
+    assert run.stdout == "-:1:1: AMP991 [*] `bad_call` is not allowed\nFound 1 error (1 fixable with --fix).\n"
 
 
 def test_stdin_filename_and_fix_to_stdout(cli, fake_rules, files):
@@ -404,7 +412,7 @@ def test_stdin_filename_and_fix_to_stdout(cli, fake_rules, files):
     assert run.stdout == "good_call()\nrisky()\nnote_me()\n"  # only the code on stdout
     assert run.stderr == (
         "legacy/x.py:2:1: AMP992 `risky` may change results\n"
-        "Fixed 1 error, 1 remaining.\n"
+        "Found 2 errors (1 fixed, 1 remaining).\n"
     )
 
 
@@ -429,7 +437,8 @@ def test_parallel_results_match_serial_and_keep_order(cli, files, fake_rules):
     parallel = cli(".", "-j", "2", "--no-cache", "--output-format", "concise")
     assert serial.stdout == parallel.stdout
     assert serial.stdout.splitlines()[0].startswith("m00.py:1:1:")
-    assert len(parallel.stdout.splitlines()) == 40
+    assert len(parallel.stdout.splitlines()) == 41  # and the summary
+    assert parallel.stdout.splitlines()[-1] == "Found 40 errors (40 fixable with --fix)."
 
 
 # --------------------------------------------------------------------------- rules / rule
@@ -440,7 +449,8 @@ def test_rules_table(cli, fake_rules):
     lines = run.stdout.splitlines()
     assert lines[0].split() == ["Code", "Name", "Fix", "Severity", "Default"]
     assert lines[1].split() == ["AMP000", "syntax-error", "no", "error", "on"]
-    assert ["AMP001", "deprecated-amp-api", "safe", "error", "on"] in [line.split() for line in lines]
+    assert ["AMP001", "deprecated-amp-api", "sometimes", "(safe)", "error", "on"] in [line.split() for line in lines]
+    assert ["AMP007", "optimizer-step-bypasses-scaler", "safe", "error", "on"] in [line.split() for line in lines]
     assert lines[-4:] == [
         line for line in lines if line.startswith("AMP99")
     ]
@@ -457,7 +467,9 @@ def test_rules_json(cli):
 
     rows = json.loads(cli("rules", "--output-format", "json").stdout)
     assert [row["code"] for row in rows] == ["AMP000", *all_rules()]
-    assert set(rows[1]) == {"code", "name", "summary", "fixable", "severity", "default", "url"}
+    assert set(rows[1]) == {
+        "code", "name", "summary", "fixable", "fix_availability", "fix_withheld", "severity", "default", "url"
+    }
 
 
 def test_rule_docs(cli):
@@ -467,7 +479,7 @@ def test_rule_docs(cli):
     assert run.exit_code == 0
     lines = run.stdout.splitlines()
     assert lines[0] == "# deprecated-amp-api (AMP001)"
-    assert lines[2].startswith("Severity: error. Fix is always available (safe).")
+    assert lines[2].startswith("Severity: error. Fix is sometimes available (safe; none when an imported name")
     assert all_rules()["AMP001"].documentation() in run.stdout
     assert "## Why is this bad?" in run.stdout
 

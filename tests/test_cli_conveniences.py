@@ -24,7 +24,7 @@ def test_exit_non_zero_on_fix_fails_a_run_that_changed_files(cli, files, fake_ru
     run = cli("check", "--fix", "--exit-non-zero-on-fix", "a.py")
     assert run.exit_code == 1, run
     assert (tmp_path / "a.py").read_text() == "good_call()\n"
-    assert run.stderr == "Fixed 1 error.\n"
+    assert (run.stderr, run.stdout) == ("", "Found 1 error (1 fixed, 0 remaining).\n")
     # Nothing to fix the second time: exit 0 again.
     assert cli("check", "--fix", "--exit-non-zero-on-fix", "a.py").exit_code == 0
     # --exit-zero wins, as in ruff.
@@ -35,12 +35,12 @@ def test_exit_non_zero_on_fix_fails_a_run_that_changed_files(cli, files, fake_ru
 def test_fix_only_fixes_and_reports_nothing_about_the_rest(cli, files, fake_rules, tmp_path):
     files({"a.py": BAD})
     run = cli("check", "--fix-only", "a.py")
-    assert (run.exit_code, run.stdout, run.stderr) == (0, "", "Fixed 1 error.\n")
+    assert (run.exit_code, run.stdout, run.stderr) == (0, "Fixed 1 error.\n", "")
     assert (tmp_path / "a.py").read_text() == "good_call(1)\nrisky(2)\nnote_me()\n"
     # risky and note_me remain: a plain check still reports them.
     assert cli("check", "a.py", "--output-format", "concise").exit_code == 1
     again = cli("check", "--fix-only", "a.py")
-    assert (again.exit_code, again.stderr) == (0, "No errors fixed.\n")
+    assert (again.exit_code, again.stdout, again.stderr) == (0, "No errors fixed.\n", "")
     (tmp_path / "a.py").write_text(BAD)
     assert cli("check", "--fix-only", "--exit-non-zero-on-fix", "a.py").exit_code == 1
     json_run = cli("check", "--fix-only", "--output-format", "json", "a.py")
@@ -67,10 +67,10 @@ def test_unfixable_rules_are_neither_offered_nor_applied(cli, files, fake_rules,
 def test_extend_ignore_adds_to_ignore(cli, files, fake_rules):
     files({"a.py": BAD})
     run = cli("check", "a.py", "--output-format", "concise", "--no-cache", "--ignore", "AMP992", "--extend-ignore", "AMP993")
-    assert [line.split()[1] for line in run.stdout.splitlines()] == ["AMP991"]
+    assert [line.split()[1] for line in run.report.splitlines()] == ["AMP991"]
     files({"amplint.toml": 'ignore = ["AMP992"]\nextend-ignore = ["AMP991"]\n'})
     run = cli("check", "a.py", "--output-format", "concise", "--no-cache")
-    assert [line.split()[1] for line in run.stdout.splitlines()] == ["AMP993"]
+    assert [line.split()[1] for line in run.report.splitlines()] == ["AMP993"]
 
 
 # --------------------------------------------------------------------------- configuration
@@ -79,9 +79,9 @@ def test_extend_ignore_adds_to_ignore(cli, files, fake_rules):
 def test_isolated_ignores_every_configuration_file(cli, files, fake_rules):
     files({"a.py": BAD, "amplint.toml": 'select = ["AMP992"]\n'})
     configured = cli("check", "a.py", "--output-format", "concise", "--no-cache")
-    assert [line.split()[1] for line in configured.stdout.splitlines()] == ["AMP992"]
+    assert [line.split()[1] for line in configured.report.splitlines()] == ["AMP992"]
     isolated = cli("check", "a.py", "--output-format", "concise", "--no-cache", "--isolated")
-    assert [line.split()[1] for line in isolated.stdout.splitlines()] == ["AMP991", "AMP992", "AMP993"]
+    assert [line.split()[1] for line in isolated.report.splitlines()] == ["AMP991", "AMP992", "AMP993"]
     # Even a broken configuration is not read.
     files({"amplint.toml": "select = [\n"})
     assert cli("check", "a.py", "--no-cache").exit_code == 2
@@ -96,7 +96,7 @@ def test_extension_maps_a_suffix_to_python_and_finds_it(cli, files, fake_rules):
     unmapped = cli("check", "src", "--no-cache")
     assert unmapped.exit_code == 0 and "no Python files found in src" in unmapped.stderr
     run = cli("check", "src", "--no-cache", "--output-format", "concise", "--extension", "pyw:python")
-    assert run.stdout == "src/tool.pyw:1:1: AMP991 [*] `bad_call` is not allowed\n"
+    assert run.report == "src/tool.pyw:1:1: AMP991 [*] `bad_call` is not allowed\n"
     files({"amplint.toml": '[extension]\npyw = "python"\n'})
     assert cli("check", "src", "--no-cache", "--output-format", "concise").stdout == run.stdout
 
@@ -139,7 +139,7 @@ def test_bad_extension_values_are_one_line_errors(cli, files):
 def test_extend_include_adds_globs_by_name_and_by_path(cli, files, fake_rules):
     files({"a.pyw": "bad_call()\n", "scripts/run": "bad_call()\n", "other/run": "bad_call()\n"})
     run = cli("check", ".", "--no-cache", "--output-format", "concise", "--extend-include", "*.pyw", "--extend-include", "scripts/*")
-    assert [line.split(":")[0] for line in run.stdout.splitlines()] == ["a.pyw", "scripts/run"]
+    assert [line.split(":")[0] for line in run.report.splitlines()] == ["a.pyw", "scripts/run"]
     files({"amplint.toml": 'extend-include = ["*.pyw"]\n'})
     shown = cli("check", ".", "--show-files")
     assert shown.stdout.splitlines() == ["a.pyw"]
@@ -163,7 +163,7 @@ def test_show_settings_shows_the_first_files_settings(cli, files, tmp_path):
            '[tool.amplint.per-file-ignores]\n"a.py" = ["AMP013"]\n'})
     run = cli("check", "--show-settings", "a.py", "--unfixable", "AMP001")
     assert run.exit_code == 0
-    lines = run.stdout.splitlines()
+    lines = run.report.splitlines()
     assert lines[0] == "Resolved settings for: a.py"
     assert lines[1] == f"Settings path: {tmp_path / 'pyproject.toml'}"
     enabled = lines[3].removeprefix("Enabled rules: ").split(", ")
@@ -182,7 +182,8 @@ def test_verbose_says_what_was_used(cli, files):
     assert lines[0].endswith("amplint.toml; 1 rule enabled")
     assert lines[1].startswith("amplint: verbose: 1 file to check with ") and lines[1].endswith("cache: off")
     assert lines[2].startswith("amplint: verbose: checked in ")
-    assert cli("check", "a.py").stderr == "All checks passed!\n"  # nothing of it without -v
+    quiet = cli("check", "a.py")
+    assert (quiet.stdout, quiet.stderr) == ("All checks passed!\n", "")  # nothing of it without -v
     both = cli("check", "-v", "-q", "a.py")
     assert both.exit_code == 2 and "--quiet and --verbose cannot be combined" in both.stderr
 
@@ -212,7 +213,7 @@ def test_rule_json_carries_metadata_and_explanation(cli):
 
 
 def test_version_command(cli):
-    assert cli("version").stdout == f"amplint {amplint.__version__}\n"
+    assert cli("version").report == f"amplint {amplint.__version__}\n"
     data = json.loads(cli("version", "--output-format", "json").stdout)
     assert data["version"] == amplint.__version__ and data["python"].count(".") == 2
 

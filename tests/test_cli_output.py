@@ -43,7 +43,7 @@ def test_bad_environment_value_is_a_usage_error(cli, files, monkeypatch):
 
 def test_config_key_sets_the_format_below_env_and_option(cli, files, monkeypatch):
     files({"a.py": DEPRECATED, "pyproject.toml": '[tool.amplint]\noutput-format = "grouped"\n'})
-    assert cli("check", "a.py", "--no-cache").stdout == (
+    assert cli("check", "a.py", "--no-cache").report == (
         "a.py:\n  2:6 AMP001 [*] `torch.cuda.amp.autocast` is deprecated; use `torch.amp.autocast(\"cuda\", ...)`\n"
     )
     monkeypatch.setenv("AMPLINT_OUTPUT_FORMAT", "pylint")
@@ -104,29 +104,27 @@ def test_unwritable_output_file_is_one_line_error(cli, files, tmp_path):
 def test_missing_path_alone_is_not_all_checks_passed(cli, files):
     run = cli("check", "nonexist.py", "--no-cache")
     assert run.exit_code == 2
-    assert "All checks passed!" not in run.stderr
-    assert run.stderr.splitlines() == [
-        "amplint: error: no such file or directory: nonexist.py",
-        "No findings in the files checked. 1 path not found.",
-    ]
+    assert "All checks passed!" not in run.stdout + run.stderr
+    assert run.stderr.splitlines() == ["amplint: error: no such file or directory: nonexist.py"]
+    assert run.stdout == "No findings in the files checked. 1 path not found.\n"
 
 
 def test_missing_path_beside_a_clean_file(cli, files):
     files({"ok.py": "x = 1\n"})
     run = cli("check", "ok.py", "nope.py", "gone/", "--no-cache")
     assert run.exit_code == 2
-    assert run.stderr.splitlines()[-1] == "No findings in the files checked. 2 paths not found."
+    assert run.stdout == "No findings in the files checked. 2 paths not found.\n"
 
 
 def test_unreadable_file_is_not_all_checks_passed(cli, files, tmp_path):
     (tmp_path / "latin.py").write_bytes(b"x = '\xff'\n")
     run = cli("check", "latin.py", "--no-cache")
     assert run.exit_code == 1
-    assert "All checks passed!" not in run.stderr
-    assert run.stderr.splitlines()[-1] == "No findings in the files checked. 1 file could not be checked."
+    assert "All checks passed!" not in run.stdout + run.stderr
+    assert run.stdout == "No findings in the files checked. 1 file could not be checked.\n"
 
 
 def test_clean_run_still_says_all_checks_passed(cli, files):
     files({"ok.py": "x = 1\n"})
     run = cli("check", "ok.py", "--no-cache")
-    assert run.exit_code == 0 and run.stderr == "All checks passed!\n"
+    assert run.exit_code == 0 and (run.stdout, run.stderr) == ("All checks passed!\n", "")

@@ -47,12 +47,11 @@ def test_watch_checks_again_after_a_change(tmp_path):
     assert proc.returncode == 0
     stderr = log.read_text()
     assert stderr.splitlines() == [
-        "All checks passed!",
         "Watching for file changes (Ctrl-C to stop).",
         "File change detected; checking again.",
-        "Found 1 error (1 fixable with --fix).",
     ]
-    assert stdout.startswith("train.py:3:6: AMP001 [*]")
+    assert stdout.startswith("All checks passed!\ntrain.py:3:6: AMP001 [*]")
+    assert stdout.endswith("\nFound 1 error (1 fixable with --fix).\n")
 
 
 def test_watch_ends_cleanly_on_sigint(tmp_path):

@@ -154,14 +154,14 @@ def test_per_file_ignores_relative_to_config_dir(cli, files, fake_rules, tmp_pat
     })
     # Run from outside the project: the glob is still anchored at proj/.
     run = cli("proj", "--output-format", "concise")
-    assert run.stdout == "proj/new/a.py:1:1: AMP991 [*] `bad_call` is not allowed\n"
+    assert run.report == "proj/new/a.py:1:1: AMP991 [*] `bad_call` is not allowed\n"
     monkeypatch.chdir(tmp_path / "proj" / "legacy")
     from click.testing import CliRunner
 
     from amplint.cli.main import main_group
 
     result = CliRunner().invoke(main_group, ["a.py", "--output-format", "concise"])
-    assert (result.exit_code, result.stdout) == (0, "")
+    assert (result.exit_code, result.stdout) == (0, "All checks passed!\n")
 
 
 def test_config_target_torch_and_cli_override(cli, files):
@@ -176,7 +176,7 @@ def test_config_exclude(cli, files, fake_rules):
     files({"amplint.toml": "extend-exclude = ['generated/']\n", "generated/a.py": "bad_call()\n",
            "src/b.py": "bad_call()\n", "build/c.py": "bad_call()\n"})
     run = cli(".", "--output-format", "concise")
-    assert run.stdout == "src/b.py:1:1: AMP991 [*] `bad_call` is not allowed\n"
+    assert run.report == "src/b.py:1:1: AMP991 [*] `bad_call` is not allowed\n"
     files({"amplint.toml": "exclude = ['generated/']\n"})  # replaces the defaults: build/ is linted
     run = cli(".", "--output-format", "concise")
-    assert [line.split(":")[0] for line in run.stdout.splitlines()] == ["build/c.py", "src/b.py"]
+    assert [line.split(":")[0] for line in run.report.splitlines()] == ["build/c.py", "src/b.py"]

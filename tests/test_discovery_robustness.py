@@ -50,7 +50,7 @@ def test_symlink_beside_its_target_is_fixed_once(cli, files, fake_rules, tmp_pat
     files({"pkg/a.py": FINDING})
     (tmp_path / "pkg" / "b.py").symlink_to("a.py")
     run = cli("pkg", "--fix", "--no-cache")
-    assert (run.exit_code, run.stderr) == (0, "Fixed 1 error.\n")
+    assert (run.exit_code, run.stdout, run.stderr) == (0, "Found 1 error (1 fixed, 0 remaining).\n", "")
     assert (tmp_path / "pkg" / "a.py").read_text() == "good_call()\n" and (tmp_path / "pkg" / "b.py").is_symlink()
 
 
@@ -61,13 +61,13 @@ def test_symlink_loops_are_one_line_each(cli, files, fake_rules, tmp_path):
     (tmp_path / "pong.py").symlink_to("ping.py")
     (tmp_path / "pkg" / "up").symlink_to("..", target_is_directory=True)  # a directory loop: not followed
     run = cli(".", "self.py", "--output-format", "concise", "--no-cache")
-    assert run.stdout == "ok.py:1:1: AMP991 [*] `bad_call` is not allowed\n"
+    assert run.report == "ok.py:1:1: AMP991 [*] `bad_call` is not allowed\n"
     assert run.stderr.splitlines() == [
         "amplint: error: ping.py: cannot read file (Too many levels of symbolic links)",
         "amplint: error: pong.py: cannot read file (Too many levels of symbolic links)",
         "amplint: error: self.py: cannot read file (Too many levels of symbolic links)",
-        "Found 1 error (1 fixable with --fix). 3 files could not be checked.",
     ]
+    assert run.summary == "Found 1 error (1 fixable with --fix). 3 files could not be checked."
     assert run.exit_code == 1
 
 
@@ -75,8 +75,8 @@ def test_exclude_that_matches_everything_warns_and_ends(cli, files, fake_rules):
     files({"a.py": FINDING, "pkg/b.py": FINDING})
     for pattern in ("*", "**", "*.py", "/*"):
         run = cli(".", "--exclude", pattern, "--no-cache")
-        assert (run.exit_code, run.stdout) == (0, ""), pattern
-        assert run.stderr == "amplint: warning: no Python files found in .\nAll checks passed!\n", pattern
+        assert (run.exit_code, run.stdout) == (0, "All checks passed!\n"), pattern
+        assert run.stderr == "amplint: warning: no Python files found in .\n", pattern
 
 
 # --------------------------------------------------------------------------- unreadable directories
@@ -108,11 +108,11 @@ def test_unreadable_directory_is_a_one_line_error(fake_rules):
         code, stdout, stderr = as_nobody(_check_in, str(directory))
     finally:
         shutil.rmtree(directory, ignore_errors=True)
-    assert stdout == "ok.py:1:1: AMP991 [*] `bad_call` is not allowed\n"
-    assert stderr.splitlines() == [
-        "amplint: error: secret: cannot read directory (Permission denied)",
-        "Found 1 error (1 fixable with --fix). 1 file could not be checked.",
-    ]
+    assert stdout == (
+        "ok.py:1:1: AMP991 [*] `bad_call` is not allowed\n"
+        "Found 1 error (1 fixable with --fix). 1 file could not be checked.\n"
+    )
+    assert stderr.splitlines() == ["amplint: error: secret: cannot read directory (Permission denied)"]
     assert code == 1
 
 

@@ -173,10 +173,10 @@ def test_read_only_file_is_reported_and_not_written(cli, tmp_path, fake_rules):
     run = fix(cli, "a.py")
     assert path.read_bytes() == b"bad_call()\n"
     assert run.exit_code == 1
-    assert run.stdout == "a.py:1:1: AMP991 [*] `bad_call` is not allowed\n"
-    assert run.stderr == (
-        "amplint: warning: a.py: file is read-only, fixes not written\n"
-        "Found 1 error (1 fixable with --fix).\n"
+    assert run.report == "a.py:1:1: AMP991 [*] `bad_call` is not allowed\n"
+    assert (run.stderr, run.summary) == (
+        "amplint: warning: a.py: file is read-only, fixes not written\n",
+        "Found 1 error (1 fixable with --fix).",
     )
 
 
@@ -193,9 +193,9 @@ def test_read_only_directory_is_reported_and_nothing_written(cli, tmp_path, fake
     assert sorted(p.name for p in (tmp_path / "ro").iterdir()) == ["a.py"]
     assert run.exit_code == 1
     assert "Fixed" not in run.stderr
-    assert run.stderr == (
-        "amplint: warning: ro/a.py: directory ro is read-only, fixes not written\n"
-        "Found 1 error (1 fixable with --fix).\n"
+    assert (run.stderr, run.summary) == (
+        "amplint: warning: ro/a.py: directory ro is read-only, fixes not written\n",
+        "Found 1 error (1 fixable with --fix).",
     )
 
 
@@ -251,7 +251,7 @@ def test_group_the_user_may_not_give_is_kept_by_writing_in_place(shared_dir):
     os.chown(path, NOBODY, 0)
     path.chmod(0o664)
     code, stdout, stderr = as_nobody(_fix_in, str(shared_dir), "a.py")
-    assert (code, stderr) == (0, "Fixed 1 error.\n")
+    assert (code, stdout, stderr) == (0, "Found 1 error (1 fixed, 0 remaining).\n", "")
     assert path.read_bytes() == b"good_call()\n"
     assert (path.stat().st_uid, path.stat().st_gid) == (NOBODY, 0)
     assert stat.S_IMODE(path.stat().st_mode) == 0o664

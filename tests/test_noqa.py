@@ -68,7 +68,7 @@ def test_syntax_error_is_never_suppressed():
 def test_noqa_via_cli_exit_code(cli, files):
     files({"a.py": IMPORT + "s = torch.cuda.amp.GradScaler()  # noqa: AMP001\n"})
     run = cli("a.py")
-    assert (run.exit_code, run.stderr) == (0, "All checks passed!\n")
+    assert (run.exit_code, run.stdout, run.stderr) == (0, "All checks passed!\n", "")
 
 
 AUTOCAST = "c = torch.cuda.amp.autocast()"

@@ -108,7 +108,7 @@ def test_clean_notebook_and_directory_discovery(tmp_path):
     assert "nbs/train_with_outputs.ipynb:cell 3:1:10: AMP001" in run.stdout
     assert "clean.ipynb" not in run.stdout
     clean = _amplint(tmp_path, "nbs/clean.ipynb")
-    assert (clean.returncode, clean.stdout, clean.stderr.strip()) == (0, "", "All checks passed!")
+    assert (clean.returncode, clean.stdout, clean.stderr) == (0, "All checks passed!\n", "")
     excluded = _amplint(tmp_path, "--extend-exclude", "*.ipynb", "nbs")
     assert "ipynb" not in excluded.stdout
 

@@ -104,7 +104,7 @@ def test_after_fixing_the_finding_the_directive_goes_on_the_next_run(cli, files,
     assert (tmp_path / "train.py").read_text() == f"import torch\n{DEPRECATED_LINE}  # noqa: AMP001\n    pass\n"
     (tmp_path / "train.py").write_text('import torch\nwith torch.autocast("cuda"):  # noqa: AMP001\n    pass\n')
     run = cli("check", "--extend-select", "AMP100", "--output-format", "concise", "--no-cache", "train.py")
-    assert run.stdout == "train.py:2:31: AMP100 [*] Unused `noqa` directive (unused: `AMP001`)\n"
+    assert run.report == "train.py:2:31: AMP100 [*] Unused `noqa` directive (unused: `AMP001`)\n"
     assert cli("check", "--extend-select", "AMP100", "--fix", "train.py").exit_code == 0
     assert (tmp_path / "train.py").read_text() == 'import torch\nwith torch.autocast("cuda"):\n    pass\n'
 
@@ -117,7 +117,7 @@ def test_notebook_cell_directive_is_fixed_in_its_cell(cli, tmp_path):
     path = tmp_path / "nb.ipynb"
     path.write_text(nbformat.writes(notebook))
     run = cli("check", "--extend-select", "AMP100", "--output-format", "concise", "--no-cache", "nb.ipynb")
-    assert run.stdout == "nb.ipynb:cell 2:1:8: AMP100 [*] Unused `noqa` directive (unused: `AMP003`)\n"
+    assert run.report == "nb.ipynb:cell 2:1:8: AMP100 [*] Unused `noqa` directive (unused: `AMP003`)\n"
     assert cli("check", "--extend-select", "AMP100", "--fix", "nb.ipynb").exit_code == 0
     assert nbformat.reads(path.read_text(), as_version=4).cells[1].source == "x = 1  # noqa: E501"
 

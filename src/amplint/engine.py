@@ -142,6 +142,8 @@ def _lint_once(
             from amplint.project.query import ProjectView
 
             facts.project = ProjectView(facts, own_summary, project if settings.project_analysis else None)
+    except MemoryError:
+        raise  # the file is past the memory it may take: reported "not linted" by the caller
     except Exception as exc:  # noqa: BLE001 - one broken file must not stop the run
         result.errors.append(FileError(filename, f"{filename}: internal error while reading facts: {type(exc).__name__}: {exc}", internal=True))
         return result
@@ -150,6 +152,8 @@ def _lint_once(
     for rule_class in sorted(rules_to_run(text, settings, codes), key=lambda rule: rule.after_other_rules):
         try:
             violations = list(rule_class(facts).check())
+        except MemoryError:
+            raise
         except Exception as exc:  # noqa: BLE001 - report the rule and keep the others running
             result.errors.append(
                 FileError(filename, f"{filename}: internal error in rule {rule_class.code}: {type(exc).__name__}: {exc}", internal=True)

@@ -8,7 +8,7 @@ the project pass (:mod:`amplint.project.phase`) only adds a job's context.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from amplint.engine import _lint_once, lint_text, syntax_error_finding
@@ -51,6 +51,9 @@ class Job:
     # What this file's same-project imports reach (the project pass), read when a rule first
     # asks; None: the file asks about no import.
     project: ProjectContext | DeferredContext | None = None
+    # --fix: write the fixed file here (False: leave it in ``FileResult.pending_write`` for the
+    # caller, who writes only once every file was checked).
+    write: bool = True
 
 
 def skipped_result(data: bytes, filename: str, explicit: bool, text: str | None = None) -> FileResult:
@@ -115,6 +118,10 @@ def process_file(job: Job, data: bytes | None = None) -> FileResult:
                            project=job.project)
     except RecursionError:
         return FileResult(filename=filename, errors=[FileError(filename, f"{filename}: too deeply nested to lint")])
+    except MemoryError:
+        # Past the worker's ceiling (worker_memory.py): this file alone is lost.
+        message = f"{filename}: not linted: it needs more memory than a worker may use (AMPLINT_WORKER_MEMORY)"
+        return FileResult(filename=filename, errors=[FileError(filename, message, internal=True)])
     except Exception as exc:  # noqa: BLE001 - an amplint bug on one file must not stop the others
         return FileResult(filename=filename, errors=[FileError(filename, f"{filename}: internal error: {type(exc).__name__}: {exc}", internal=True)])
     if job.mode == "fix" and result.changed:
@@ -143,6 +150,9 @@ def _process_notebook(job: Job, path: Path, data: bytes, filename: str) -> FileR
         from amplint.fixwrite import WriteError
         from amplint.notebook_file import write_notebook
 
+        if not job.write:
+            result.pending_write = (str(path), data, result.source or "")
+            return result
         try:
             write_notebook(path, data, result.source or "", filename)
         except WriteError as exc:
@@ -161,6 +171,9 @@ def _write_fixes(path: Path, data: bytes, source: SourceText, result: FileResult
     except UnicodeEncodeError as exc:
         reason = f"{filename}: the fixed text cannot be encoded as {source.encoding} ({exc.reason}); fixes not written"
     else:
+        if not job.write:
+            result.pending_write = (str(path), data, fixed)
+            return result
         try:
             with finishing_writes():
                 write_fix(path, data, fixed, filename)
@@ -170,6 +183,25 @@ def _write_fixes(path: Path, data: bytes, source: SourceText, result: FileResult
     unfixed = lint_text(source.text, filename, job.settings, edits=job.edits, project=job.project)
     unfixed.errors.append(FileError(filename, reason, warning=True))
     return unfixed
+
+
+def write_pending(result: FileResult, job: Job) -> FileResult:
+    """Write the fix a worker left in ``result.pending_write``; if it is not written, the file as it is on disk."""
+    from amplint.fixwrite import WriteError, write_fix
+    from amplint.notebook_file import write_notebook
+
+    path, original, new = result.pending_write  # type: ignore[misc]
+    result.pending_write = None
+    try:
+        if isinstance(new, str):
+            write_notebook(Path(path), original, new, result.filename)
+        else:
+            write_fix(Path(path), original, new, result.filename)
+        return result
+    except WriteError as exc:
+        unfixed = lint_with_project(replace(job, mode="check", write=True, cache_dir=None))
+        unfixed.errors.append(FileError(result.filename, str(exc), warning=True))
+        return unfixed
 
 
 def run_jobs(jobs: Sequence[Job], workers: int | None = None) -> list[FileResult]:

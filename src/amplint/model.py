@@ -29,7 +29,7 @@ class FixSafety(str, Enum):
     NONE = "none"
     SAFE = "safe"
     UNSAFE = "unsafe"
-    SOMETIMES = "sometimes"  # safe when the rule can prove it, otherwise no fix
+    SOMETIMES = "sometimes"  # safe when the rule can prove it, otherwise unsafe (Rule.fix_withheld: when none)
 
 
 class Applicability(str, Enum):
@@ -148,6 +148,9 @@ class FileResult:
     fixed_count: int = 0  # findings removed by applied fixes
     skipped: bool = False  # prefilter decided nothing can match
     cell_sources: dict[int, str] | None = None  # notebooks: each code cell's text, by cell number
+    # --fix, when the caller writes after the whole run: (path, bytes read, new bytes or, for a
+    # notebook, its new JSON text). None: nothing to write, or already written.
+    pending_write: tuple | None = None
 
     @property
     def changed(self) -> bool:

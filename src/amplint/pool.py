@@ -67,12 +67,14 @@ _MISSING = object()
 _progress = None  # a worker's view of the run's per-job progress (set by _init_worker)
 
 
-def _init_worker(parent_pid: int, progress) -> None:
+def _init_worker(parent_pid: int, progress, memory_ceiling: int | None = None) -> None:
     global _progress
     import amplint.worker_lifetime as worker_lifetime
+    from amplint.worker_memory import limit_this_process
 
     _progress = progress
     worker_lifetime.init_worker(parent_pid)
+    limit_this_process(memory_ceiling)
 
 
 def _run_chunk(process_file: Callable, indices: list[int], jobs: list) -> list:
@@ -88,8 +90,14 @@ def _run_chunk(process_file: Callable, indices: list[int], jobs: list) -> list:
 def _new_pool(workers: int, context, progress):
     from concurrent.futures import ProcessPoolExecutor
 
+    from amplint.worker_memory import MemorySettingError, ceiling_for
+
+    try:
+        ceiling = ceiling_for(workers)
+    except MemorySettingError:
+        ceiling = None  # the command line reports a bad setting before any pool starts
     return ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_worker,
-                               initargs=(os.getpid(), progress))
+                               initargs=(os.getpid(), progress, ceiling))
 
 
 def _run_round(process_file, jobs, waiting: list[int], results: list, progress, workers: int, context) -> list[int]:

@@ -15,7 +15,7 @@ from amplint.cli.run import _run_files, _run_stdin, _show_fixes, _summary, _verb
 from amplint.cli.settings import extension_map, settings_and_config, show_settings
 
 # Formats that print fix edits, which cost a render per fix to compute.
-EDIT_FORMATS = frozenset({"json", "json-lines", "rdjson"})
+EDIT_FORMATS = frozenset({"json", "json-lines", "rdjson", "sarif"})
 
 
 def check_entry(paths: list[str], options: dict) -> None:
@@ -137,11 +137,17 @@ def run_check(paths: list[str], **options) -> int:
     if options["show_fixes"] and mode in ("fix", "diff"):
         _show_fixes(changed, settings, mode)
     if human and not quiet:
+        # On stdout after the report, as ruff prints it, so that `> report.txt` and `| tee` keep it;
+        # on stderr where stdout carries something else (a patch, a fixed text) or the report went
+        # to --output-file.
+        summary_to_stderr = mode == "diff" or out is not sys.stdout or bool(options["output_file"])
+        if not summary_to_stderr and text and output_format in ("full", "text", "grouped") and not options["statistics"]:
+            echo("")  # ruff's blank line between the last multi-line finding and the summary
         if fix_only and mode == "fix":
             line = f"Fixed {_plural(fixed, 'error')}." if fixed else "No errors fixed."
-            echo(line + (f" {_plural(unchecked, 'file')} could not be checked." if unchecked else ""), err=True)
+            echo(line + (f" {_plural(unchecked, 'file')} could not be checked." if unchecked else ""), err=summary_to_stderr)
         else:
-            echo(_summary(mode, findings, fixed, changed, unchecked, missing, context), err=True)
+            echo(_summary(mode, findings, fixed, changed, unchecked, missing, context), err=summary_to_stderr)
 
     if internal or missing:
         return EXIT_ERROR

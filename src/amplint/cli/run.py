@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from amplint.cli.common import Failure, _display, _error, _one_line, _plural, _warning, echo
@@ -26,7 +27,7 @@ def _summary(mode: str, findings, fixed: int, changed, unchecked: int, missing: 
         if remaining:
             line += f" {remaining} would remain."
     elif mode == "fix" and fixed:
-        line = f"Fixed {_plural(fixed, 'error')}, {remaining} remaining." if remaining else f"Fixed {_plural(fixed, 'error')}."
+        line = f"Found {_plural(fixed + remaining, 'error')} ({fixed} fixed, {remaining} remaining)."  # ruff's words
     elif remaining:
         applicable = sum(context.applicable(f) for f in findings)
         hidden = sum(1 for f in findings if f.fix is not None and not context.applicable(f))
@@ -169,9 +170,15 @@ def _run_files(paths, settings, config, start, mode, options, quiet, edits, foun
         jobs.append(
             Job(str(path), settings, mode=mode, unsafe=options["unsafe_fixes"], display=display, cache_dir=cache_dir,
                 edits=edits, explicit=bool(named) and os.path.realpath(path) in named,
-                notebook=language_of(path.name, extensions) == "ipynb")
+                notebook=language_of(path.name, extensions) == "ipynb", write=False)
         )
     workers = options["jobs"] or default_jobs()
+    from amplint.worker_memory import MemorySettingError, ceiling_for
+
+    try:
+        ceiling_for(workers)
+    except MemorySettingError as exc:
+        raise Failure(str(exc)) from None
     if verbose:
         _verbose(f"{_plural(len(jobs), 'file')} to check with {_plural(workers, 'worker')}; cache: {cache_dir or 'off'}")
     began = time.perf_counter()
@@ -181,12 +188,42 @@ def _run_files(paths, settings, config, start, mode, options, quiet, edits, foun
     for message in found.errors:  # reported like an unreadable file: the run goes on
         name = message.split(": ", 1)[0]
         results.append(FileResult(filename=name, errors=[FileError(name, message)]))
+    if mode == "fix":
+        results = _write_fixes(results, jobs, workers, options["partial_fixes"])
     if cache is not None:
         try:
             cache.prune()
         except OSError:
             pass
     return results, paths_map, len(found.missing)
+
+
+def _write_fixes(results, jobs, workers: int, partial: bool):
+    """Write what the workers fixed, once every file was checked.
+
+    When a file could not be checked (a worker died on it, it could not be read), nothing is
+    written unless ``partial`` (``--partial-fixes``): a run that did not see every file is not
+    one whose fixes the user asked for, and its files are reported as they are on disk.
+    """
+    from amplint.jobs import run_jobs, write_pending
+
+    pending = [index for index, result in enumerate(results) if result.pending_write is not None]
+    if not pending:
+        return results
+    unchecked = sum(1 for result in results if any(not error.warning for error in result.errors))
+    job_of = {job.display or job.path: job for job in jobs}
+    if unchecked and not partial:
+        _warning(
+            f"no fixes written: {_plural(unchecked, 'file')} could not be checked "
+            "(pass --partial-fixes to write the fixes of the files that were)"
+        )
+        rechecked = run_jobs([replace(job_of[results[i].filename], mode="check", cache_dir=None) for i in pending], workers)
+        for index, result in zip(pending, rechecked):
+            results[index] = result
+        return results
+    for index in pending:
+        results[index] = write_pending(results[index], job_of[results[index].filename])
+    return results
 
 
 def _run_stdin(settings, mode, options, edits: bool, extensions: dict[str, str]):

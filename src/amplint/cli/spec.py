@@ -65,6 +65,8 @@ CHECK_OPTIONS = (
     _flag("--diff", "Print the unified diff --fix would apply; write nothing (exit 1 if any)."),
     _flag("--show-fixes", "With --fix/--diff: list what was fixed, per file and code."),
     _flag("--exit-non-zero-on-fix", "Exit 1 when --fix changed a file, even if no finding remains."),
+    _flag("--partial-fixes",
+          "With --fix: write the fixes of the files checked even when another file could not be checked."),
     _multiple("--unfixable", "CODES", "Rules whose fixes are neither offered nor applied."),
     _multiple("--select", "CODES",
               "Rules to run (codes, prefixes or ALL; comma-separated). Replaces the configured selection."),
