@@ -55,9 +55,13 @@ def mkdocs_with_nav(config: str, pages: dict[str, str]) -> str:
     head, rest = config.split(NAV_START, 1)
     _, tail = rest.split(NAV_END, 1)
     indent = head[head.rfind("\n") + 1:]
+    from amplint.report.ruledoc import all_rule_rows
+
+    titles = {f"rules/{row['code']}.md": f"{row['code']} {row['name']}" for row in all_rule_rows()}
     names = sorted(rel.removeprefix("docs/") for rel in pages if rel.startswith("docs/rules/"))
     names.remove("rules/index.md")
-    lines = "".join(f"{indent}- {name}\n" for name in ["rules/index.md", *names])
+    # A title of its own, or the navigation shows what the theme makes of the file name.
+    lines = f"{indent}- rules/index.md\n" + "".join(f'{indent}- "{titles[name]}": {name}\n' for name in names)
     return f"{head}{NAV_START}\n{lines}{indent}{NAV_END}{tail}"
 
 

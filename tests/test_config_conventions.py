@@ -102,3 +102,10 @@ def test_a_file_level_directive_neither_suppresses_a_syntax_error_nor_makes_row_
     assert _codes("# amplint: noqa\ndef broken(:\n") == ["AMP000"]
     text = "# amplint: noqa: AMP001\n" + DEPRECATED_SCALER.replace("()\n", "()  # noqa: AMP001\n")
     assert _codes(text) == []  # AMP100 does not call the row's directive unused
+
+
+def test_show_settings_shows_project_analysis_from_the_configuration(cli, files):
+    files({"pyproject.toml": "[tool.amplint]\nproject-analysis = false\n", "a.py": "x = 1\n"})
+    lines = cli("check", "--show-settings", "a.py").stdout.splitlines()
+    assert "project-analysis = false" in lines
+    assert "project-analysis = true" in cli("check", "--show-settings", "--isolated", "a.py").stdout.splitlines()

@@ -41,7 +41,9 @@ def test_every_configuration_key_is_in_the_example():
 
     example = GUIDE.split("## Configuration", 1)[1].split("```toml", 1)[1].split("```", 1)[0]
     for key in KEYS:
-        assert re.search(rf"^(?:{re.escape(key)} =|\[tool\.amplint\.{re.escape(key)}\])", example, re.MULTILINE), key
+        # A key may be shown commented out (exclude, which would drop the default excludes).
+        pattern = rf"^(?:(?:# )?{re.escape(key)} =|\[tool\.amplint(?:\.lint)?\.{re.escape(key)}\])"
+        assert re.search(pattern, example, re.MULTILINE), key
 
 
 def test_pre_commit_section_names_the_file_types_the_hooks_take():

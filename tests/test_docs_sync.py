@@ -59,7 +59,8 @@ def test_check_detects_stale_readme_page_and_orphan(tmp_path):
     (root / "docs" / "rules" / "AMP777.md").write_text("old rule\n")
     mkdocs = root / "mkdocs.yml"
     good_mkdocs = mkdocs.read_text()
-    mkdocs.write_text(good_mkdocs.replace("      - rules/AMP003.md\n", "", 1))
+    assert '      - "AMP003 clip-before-unscale": rules/AMP003.md\n' in good_mkdocs  # the navigation names each rule
+    mkdocs.write_text(good_mkdocs.replace('      - "AMP003 clip-before-unscale": rules/AMP003.md\n', "", 1))
     proc = run("--check", "--root", str(root))
     assert proc.returncode == 1
     assert proc.stderr.splitlines()[1:] == [

@@ -94,3 +94,15 @@ def test_the_prefilter_searches_for_each_trigger_that_contains_no_other():
     for token in searched:
         assert not any(other != token and other in token for other in searched)
     assert {b"GradScaler", b"is_autocast_enabled"} <= declared - searched  # the two of today
+
+
+def test_a_file_with_a_rules_trigger_but_not_all_it_requires_is_skipped_for_that_rule():
+    from amplint.selection import rules_to_run
+
+    settings = Settings(select=("AMP022",))
+    without_backward = b"from accelerate import Accelerator\naccelerator = Accelerator(mixed_precision='fp16')\n"
+    assert not may_have_findings(without_backward, settings, "a.py")
+    with_backward = without_backward + b"loss.backward()\noptimizer.step()\n"
+    assert may_have_findings(with_backward, settings, "a.py")
+    assert [rule.code for rule in rules_to_run(with_backward.decode(), settings, frozenset({"AMP022"}))] == ["AMP022"]
+    assert rules_to_run(without_backward.decode(), settings, frozenset({"AMP022"})) == ()

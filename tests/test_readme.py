@@ -17,9 +17,17 @@ def _quick_start_commands() -> list[str]:
 def test_quick_start_has_two_commands_that_install_first():
     commands = _quick_start_commands()
     assert len(commands) == 2
-    assert commands[0].startswith("pip install torch==2.13.0 && pip install -e '.[dev]' && ")
+    # Linting needs neither torch nor the dev tools: the first command installs the package alone.
+    assert commands[0].startswith("pip install -e . && ")
     # The tests need the pinned frameworks too, or the framework rules' runtime tests would skip.
     assert commands[1].startswith("pip install torch==2.13.0 && pip install -e '.[dev,frameworks]' && ")
+
+
+def test_the_linter_installs_without_torch():
+    import tomllib
+
+    dependencies = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["dependencies"]
+    assert dependencies and not any(re.match(r"torch\b", dependency) for dependency in dependencies)
 
 
 def test_ci_runs_the_readme_test_command():

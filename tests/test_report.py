@@ -113,7 +113,9 @@ def test_github_escaping_and_levels():
 def test_json_keys_in_ruff_order_and_absolute_filename():
     ctx = context(paths={"a.py": "/abs/a.py"})
     (item,) = json.loads(get_reporter("json").render([finding(fix=SAFE)], ctx))
-    assert list(item) == ["code", "message", "filename", "location", "end_location", "fix", "url", "severity", "noqa_row", "cell"]
+    assert list(item) == [
+        "code", "name", "message", "filename", "location", "end_location", "fix", "url", "severity", "noqa_row", "cell"
+    ]
     assert item["filename"] == "/abs/a.py"
     assert item["fix"] == {
         "applicability": "safe",
@@ -122,6 +124,7 @@ def test_json_keys_in_ruff_order_and_absolute_filename():
     }
     (syntax,) = json.loads(get_reporter("json").render([finding(code="AMP000")], ctx))
     assert syntax["url"] is None and syntax["fix"] is None
+    assert syntax["name"] == "syntax-error"
 
 
 # --------------------------------------------------------------------------- sarif

@@ -72,3 +72,57 @@ def test_every_character_of_a_name_survives_percent_encoding(cli, files, tmp_pat
     files({name: DEPRECATED})
     (artifact,) = uris(sarif(cli, name))
     assert unquote(artifact["uri"]) == name and "#" not in artifact["uri"] and "?" not in artifact["uri"]
+
+
+def _apply(text: str, replacements: list[dict]) -> str:
+    lines = text.splitlines(keepends=True)
+    offsets = [0]
+    for line in lines:
+        offsets.append(offsets[-1] + len(line))
+
+    def offset(row: int, column: int) -> int:
+        return offsets[row - 1] + column - 1
+
+    for replacement in sorted(replacements, key=lambda r: (r["deletedRegion"]["startLine"], r["deletedRegion"]["startColumn"]), reverse=True):
+        region = replacement["deletedRegion"]
+        start, end = offset(region["startLine"], region["startColumn"]), offset(region["endLine"], region["endColumn"])
+        text = text[:start] + replacement["insertedContent"]["text"] + text[end:]
+    return text
+
+
+UNSAFE_AND_SAFE = (
+    "import torch\n"
+    "scaler = torch.cuda.amp.GradScaler()\n"
+    "model = torch.nn.Linear(4, 4).cuda().half()\n"
+    "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+    "with torch.autocast('cuda', dtype=torch.float16):\n"
+    "    loss = model(torch.randn(2, 4, device='cuda')).sum()\n"
+    "scaler.scale(loss).backward()\n"
+    "scaler.step(optimizer)\n"
+    "scaler.update()\n"
+)
+
+
+def test_a_fix_this_run_would_apply_is_in_fixes_and_applying_it_gives_what_fix_writes(cli, files, tmp_path):
+    files({"train.py": UNSAFE_AND_SAFE})
+    document = sarif(cli, "train.py")
+    results = document["runs"][0]["results"]
+    with_fixes = [r for r in results if "fixes" in r]
+    assert [r["ruleId"] for r in with_fixes] == ["AMP001"]
+    assert "AMP005" in {r["ruleId"] for r in results}, "the unsafe half() finding is reported, without a fix"
+    (fix,) = with_fixes[0]["fixes"]
+    assert fix["properties"] == {"applicability": "safe"}
+    (change,) = fix["artifactChanges"]
+    assert change["artifactLocation"] == {"uri": "train.py", "uriBaseId": "%SRCROOT%"}
+    patched = _apply(UNSAFE_AND_SAFE, change["replacements"])
+    assert cli("check", "train.py", "--no-cache", "--fix", "--select", "AMP001").exit_code == 0
+    assert patched == (tmp_path / "train.py").read_text()
+
+
+def test_unsafe_fixes_are_in_fixes_only_with_unsafe_fixes(cli, files):
+    files({"train.py": UNSAFE_AND_SAFE})
+    safe_only = {r["ruleId"] for r in sarif(cli, "train.py")["runs"][0]["results"] if "fixes" in r}
+    with_unsafe = sarif(cli, "train.py", "--unsafe-fixes")["runs"][0]["results"]
+    applicabilities = {r["ruleId"]: r["fixes"][0]["properties"]["applicability"] for r in with_unsafe if "fixes" in r}
+    assert safe_only == {"AMP001"}
+    assert applicabilities == {"AMP001": "safe", "AMP005": "unsafe"}

@@ -29,10 +29,18 @@ def rules_to_run(text: str, settings: Settings, codes: frozenset[str]) -> tuple[
     parse still come from every enabled rule, so the rules that do run see the same input.
     """
     if settings.prefilter:
-        codes = frozenset(
-            rule.code for rule in metadata_for(codes) if not rule.triggers or any(token in text for token in rule.triggers)
-        )
+        codes = frozenset(rule.code for rule in metadata_for(codes) if _may_fire(rule, text))
     return rules_for(codes)
+
+
+def _may_fire(rule, text: str | bytes) -> bool:
+    """Whether ``text`` holds one of the rule's triggers (if it declares any) and all it requires."""
+    as_text = isinstance(text, str)
+
+    def occurs(token: str) -> bool:
+        return (token if as_text else token.encode("ascii")) in text
+
+    return (not rule.triggers or any(map(occurs, rule.triggers))) and all(map(occurs, rule.requires))
 
 
 @lru_cache(maxsize=64)
@@ -66,7 +74,7 @@ def focus_tokens_for(codes: frozenset[str]) -> tuple[str, ...] | None:
     triggers = prefilter_for(codes)
     if triggers is None:
         return None
-    extra = {token for rule in metadata_for(codes) for token in rule.focus_tokens}
+    extra = {token for rule in metadata_for(codes) for token in (*rule.focus_tokens, *rule.requires)}
     return tuple(sorted({t.decode("ascii") for t in triggers} | extra))
 
 
@@ -74,11 +82,15 @@ def may_have_findings(data: bytes | str, settings: Settings, filename: str) -> b
     """False when no enabled rule's trigger occurs in the file, so it need not be parsed."""
     if not settings.prefilter:
         return True
-    tokens = prefilter_for(settings.enabled_codes(filename))
+    codes = settings.enabled_codes(filename)
+    tokens = prefilter_for(codes)
     if tokens is None:
         return True
     if isinstance(data, str):
-        return any(token.decode("ascii") in data for token in tokens)
-    if data.startswith((b"\xff\xfe", b"\xfe\xff")):  # UTF-16/32: bytes say nothing about tokens
+        some_trigger = any(token.decode("ascii") in data for token in tokens)
+    elif data.startswith((b"\xff\xfe", b"\xfe\xff")):  # UTF-16/32: bytes say nothing about tokens
         return True
-    return any(token in data for token in tokens)
+    else:
+        some_trigger = any(token in data for token in tokens)
+    # Most files hold no trigger and end here; the few that do are asked rule by rule.
+    return some_trigger and any(_may_fire(rule, data) for rule in metadata_for(codes))

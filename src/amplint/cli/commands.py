@@ -23,7 +23,9 @@ def rules_command(output_format: str) -> None:
         click.echo(json.dumps(rows, indent=2))
         return
     header = ("Code", "Name", "Fix", "Severity", "Default")
-    table = [header] + [(r["code"], r["name"], r["fixable"], r["severity"], "on" if r["default"] else "off") for r in rows]
+    from amplint.report.ruledoc import fix_cell
+
+    table = [header] + [(r["code"], r["name"], fix_cell(r), r["severity"], "on" if r["default"] else "off") for r in rows]
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
     for row in table:
         click.echo("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())

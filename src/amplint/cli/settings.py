@@ -120,6 +120,7 @@ def show_settings(settings, config, options, files, output_format: str) -> None:
         ("force-exclude", options["force_exclude"]),
         ("output-format", output_format),
         ("prefilter", settings.prefilter),
+        ("project-analysis", settings.project_analysis),
     ]
     enabled = sorted(settings.enabled_codes(str(first) if first is not None else None))
     echo(f"Resolved settings for: {name if name is not None else '(no file found)'}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from amplint.model import Finding
-from amplint.report.context import ReportContext, rule_url
+from amplint.report.context import ReportContext, rule_name, rule_url
 from amplint.report.escape import dumps
 
 
@@ -26,6 +26,7 @@ def finding_dict(finding: Finding, context: ReportContext) -> dict:
         }
     return {
         "code": finding.code,
+        "name": rule_name(finding.code),
         "message": finding.message,
         "filename": context.absolute_name(finding.filename),
         "location": _location(finding.location),

@@ -23,12 +23,33 @@ FIXABLE = {
     FixSafety.NONE: "no",
 }
 
-_FIX_SENTENCE = {
-    "safe": "Fix is always available (safe).",
-    "unsafe": "Fix is always available (unsafe: needs --unsafe-fixes).",
-    "sometimes": "Fix is sometimes available (safe, when the rule can prove it).",
-    "no": "Fix is not available.",
-}
+_FIX_KIND = {"safe": "safe", "unsafe": "unsafe: needs --unsafe-fixes", "sometimes": "safe when the rule can prove it, else unsafe"}
+
+
+def fix_availability(fixable: str, withheld: str) -> str:
+    """``always``, ``sometimes`` or ``never``: whether every finding of the rule comes with a fix."""
+    if fixable == "no":
+        return "never"
+    return "always" if fixable in ("safe", "unsafe") and not withheld else "sometimes"
+
+
+def fix_sentence(row: dict) -> str:
+    """The rule page's sentence on its fix, e.g. ``Fix is sometimes available (safe; none when ...).``"""
+    fixable, withheld = row["fixable"], row.get("fix_withheld", "")
+    availability = fix_availability(fixable, withheld)
+    if availability == "never":
+        return "Fix is not available."
+    kind = _FIX_KIND[fixable]
+    return f"Fix is {availability} available ({kind}{'; none ' + withheld if withheld else ''})."
+
+
+def fix_cell(row: dict) -> str:
+    """The rules table's Fix column: ``safe``, ``unsafe``, ``sometimes (safe)``, ``sometimes (safe or unsafe)``, ``no``."""
+    availability = fix_availability(row["fixable"], row.get("fix_withheld", ""))
+    if availability == "never":
+        return "no"
+    kind = {"safe": "safe", "unsafe": "unsafe", "sometimes": "safe or unsafe"}[row["fixable"]]
+    return kind if availability == "always" else f"sometimes ({kind})"
 
 
 def all_rule_rows() -> list[dict]:
@@ -41,6 +62,8 @@ def all_rule_rows() -> list[dict]:
             "name": SYNTAX_ERROR_NAME,
             "summary": SYNTAX_ERROR_SUMMARY,
             "fixable": "no",
+            "fix_availability": "never",
+            "fix_withheld": "",
             "severity": Severity.ERROR.value,
             "default": True,
             "url": None,
@@ -53,6 +76,8 @@ def all_rule_rows() -> list[dict]:
                 "name": rule.name,
                 "summary": rule.summary,
                 "fixable": FIXABLE.get(rule.fix_safety, "no"),
+                "fix_availability": fix_availability(FIXABLE.get(rule.fix_safety, "no"), rule.fix_withheld),
+                "fix_withheld": rule.fix_withheld,
                 "severity": rule.severity.value if isinstance(rule.severity, Severity) else str(rule.severity),
                 "default": bool(rule.default_enabled),
                 "url": rule.url(),
@@ -69,7 +94,7 @@ def find_rule_row(code: str) -> dict | None:
 def metadata_lines(row: dict) -> list[str]:
     default = "Enabled by default." if row["default"] else "Not enabled by default (select it with `--extend-select`)."
     return [
-        f"Severity: {row['severity']}. {_FIX_SENTENCE[row['fixable']]} {default}",
+        f"Severity: {row['severity']}. {fix_sentence(row)} {default}",
     ]
 
 
@@ -96,6 +121,6 @@ def rules_table_markdown(link: str | None = "docs/rules/{code}.md") -> str:
         cell = f"[{code}]({link.format(code=code)})" if link else code
         summary = row["summary"].replace("|", "\\|")
         lines.append(
-            f"| {cell} | {row['name']} | {summary} | {row['fixable']} | {row['severity']} | {'on' if row['default'] else 'off'} |"
+            f"| {cell} | {row['name']} | {summary} | {fix_cell(row)} | {row['severity']} | {'on' if row['default'] else 'off'} |"
         )
     return "\n".join(lines) + "\n"

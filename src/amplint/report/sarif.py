@@ -5,7 +5,8 @@ points at its rule by ``ruleId`` and ``ruleIndex`` and at the file by a URI rela
 ``%SRCROOT%`` (the current directory, which is the repository root in CI). A file outside that
 directory gets an absolute ``file:`` URI and no ``uriBaseId``: SARIF allows a base only under a
 relative reference (the validator's SARIF1004). URIs are percent-encoded from the file name's
-bytes, so any name gives a valid URI.
+bytes, so any name gives a valid URI. A result whose fix this run would apply (safe, or unsafe
+with ``--unsafe-fixes``) carries it in ``fixes``, as ruff's SARIF does.
 """
 
 from __future__ import annotations
@@ -75,6 +76,32 @@ def artifact_location(filename: str, context: ReportContext) -> dict:
     return {"uri": "file://" + ("" if posix.startswith("/") else "/") + _encoded(posix)}
 
 
+def _region(start, end) -> dict:
+    return {"startLine": start.row, "startColumn": start.column, "endLine": end.row, "endColumn": end.column}
+
+
+def _fix(finding: Finding, context: ReportContext) -> dict | None:
+    """The finding's fix as SARIF's ``fix`` object, when this run would apply it.
+
+    Not for a notebook: its edits are in cell rows, which are not rows of the file named.
+    """
+    if finding.fix is None or not finding.fix.edits or finding.cell is not None or not context.applicable(finding):
+        return None
+    return {
+        "description": {"text": finding.fix.message},
+        "artifactChanges": [
+            {
+                "artifactLocation": artifact_location(finding.filename, context),
+                "replacements": [
+                    {"deletedRegion": _region(edit.location, edit.end_location), "insertedContent": {"text": edit.content}}
+                    for edit in finding.fix.edits
+                ],
+            }
+        ],
+        "properties": {"applicability": finding.fix.applicability},
+    }
+
+
 def build(findings: Sequence[Finding], context: ReportContext) -> dict:
     rules = _rule_descriptors()
     index = {rule["id"]: i for i, rule in enumerate(rules)}
@@ -100,6 +127,9 @@ def build(findings: Sequence[Finding], context: ReportContext) -> dict:
         }
         if finding.code in index:
             result["ruleIndex"] = index[finding.code]
+        fix = _fix(finding, context)
+        if fix is not None:
+            result["fixes"] = [fix]
         results.append(result)
     return {
         "$schema": SCHEMA,

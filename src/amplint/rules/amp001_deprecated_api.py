@@ -95,6 +95,11 @@ class DeprecatedAmpApi(Rule):
     name = "deprecated-amp-api"
     summary = "Deprecated `torch.cuda.amp` / `torch.cpu.amp` API"
     fix_safety = FixSafety.SAFE
+    fix_withheld = (
+        "when an imported name has uses that are not rewritten or is bound again, for "
+        "`*args`/`**kwargs`, a bare `@autocast` or a use as a value, and below the `target-torch` that "
+        "has the new spelling"
+    )
     # ".amp" covers torch.cuda.amp in every dotted form; "import amp" covers
     # ``from torch.cuda import amp``; the legacy functions all contain "autocast".
     triggers = (".amp", "import amp", "autocast", "GradScaler", "custom_fwd", "custom_bwd")

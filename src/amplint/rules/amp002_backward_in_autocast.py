@@ -104,7 +104,8 @@ class BackwardInAutocast(Rule):
     code = "AMP002"
     name = "backward-in-autocast"
     summary = "Backward pass or optimizer step inside an autocast region"
-    fix_safety = FixSafety.SOMETIMES
+    fix_safety = FixSafety.SAFE
+    fix_withheld = "for a multi-item `with`, a block that goes on after the backward, or a decorated function"
     # Literal substrings for the prefilter: an autocast region (a `ctx` variable or helper included) always spells autocast somewhere in the file.
     triggers = ("autocast",)
 

@@ -99,7 +99,11 @@ class ClipBeforeUnscale(Rule):
     code = "AMP003"
     name = "clip-before-unscale"
     summary = "Gradients clipped while still scaled by the GradScaler"
-    fix_safety = FixSafety.SOMETIMES
+    fix_safety = FixSafety.SAFE
+    fix_withheld = (
+        "when the clipped optimizer is unclear, a plain `backward()` on another path reaches the clip, "
+        "or the step is conditional and the clip is not"
+    )
     # Literal substrings for the prefilter: clipping before unscale_ needs a scaled backward in the file.
     triggers = (".scale(",)
 

@@ -88,7 +88,11 @@ class ScalerInLoop(Rule):
     code = "AMP004"
     name = "scaler-in-loop"
     summary = "GradScaler constructed per step or per epoch"
-    fix_safety = FixSafety.SOMETIMES
+    fix_safety = FixSafety.SAFE
+    fix_withheld = (
+        "when the scaler's arguments change in the loop, it is built under a condition there, or the "
+        "function cannot see the setup"
+    )
     # Literal substrings for the prefilter: every scaler construction names GradScaler (ShardedGradScaler and aliases too).
     triggers = ("GradScaler",)
 

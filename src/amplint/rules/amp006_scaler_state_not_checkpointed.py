@@ -95,6 +95,10 @@ class ScalerStateNotCheckpointed(Rule):
     name = "scaler-state-not-checkpointed"
     summary = "Checkpoint saves/restores the optimizer but not the GradScaler"
     fix_safety = FixSafety.SAFE
+    fix_withheld = (
+        "when the scaler may be `None` or is built after the restore, several scalers are in scope, a "
+        "helper has no scaler parameter, or the checkpoint is an object or cannot be seen"
+    )
     triggers = SCALER_TRIGGERS
 
     valid = (

@@ -78,6 +78,7 @@ class UnscaledBackward(Rule):
     name = "unscaled-backward"
     summary = "Backward on an unscaled loss while `scaler.step` unscales the gradients"
     fix_safety = FixSafety.SAFE
+    fix_withheld = "for a discarded `scaler.scale(...)` not directly followed by a `.backward()` on it"
     triggers = SCALER_TRIGGERS
 
     valid = (

@@ -84,7 +84,8 @@ class ScalerUpdateMissingOrMisordered(Rule):
     code = "AMP009"
     name = "scaler-update-missing-or-misordered"
     summary = "`scaler.step` without a following `scaler.update()`, or `update()` before/between steps"
-    fix_safety = FixSafety.SOMETIMES
+    fix_safety = FixSafety.SAFE
+    fix_withheld = "when an overflow check skips the update or the update runs under a condition inside the loop"
     triggers = SCALER_TRIGGERS
 
     valid = (

@@ -71,7 +71,8 @@ class UpdatePerMicrobatch(Rule):
     code = "AMP012"
     name = "update-per-microbatch"
     summary = "`scaler.update()` every micro-batch while `scaler.step` runs once per accumulated batch"
-    fix_safety = FixSafety.SOMETIMES
+    fix_safety = FixSafety.SAFE
+    fix_withheld = "when the update or the step is not a plain statement of its own"
     triggers = SCALER_TRIGGERS
 
     valid = (

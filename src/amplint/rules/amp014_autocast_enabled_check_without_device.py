@@ -72,6 +72,7 @@ class AutocastEnabledCheckWithoutDevice(Rule):
     name = "autocast-enabled-check-without-device"
     summary = "`torch.is_autocast_enabled()` without a device type checks CUDA only"
     fix_safety = FixSafety.SAFE
+    fix_withheld = "in a file that uses TorchScript"
     triggers = ("is_autocast_enabled",)
     # the fix depends on whether the file scripts anything (TorchScript rejects the device argument)
     focus_tokens = ("jit", "script")

@@ -79,7 +79,8 @@ class InvalidAutocastDeviceType(Rule):
     code = "AMP015"
     name = "invalid-autocast-device-type"
     summary = "autocast `device_type` is a `torch.device` or an indexed device string"
-    fix_safety = FixSafety.SOMETIMES
+    fix_safety = FixSafety.SAFE
+    fix_withheld = "when the device type is not a literal or a device object stands in for it"
     triggers = ("autocast",)
     # ``self.device = torch.device(...)`` set in a method other than the autocast one.
     focus_tokens = ("torch.device",)

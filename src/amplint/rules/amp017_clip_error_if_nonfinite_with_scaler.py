@@ -76,6 +76,7 @@ class ClipErrorIfNonfiniteWithScaler(Rule):
     name = "clip-error-if-nonfinite-with-scaler"
     summary = "`clip_grad_norm_(error_if_nonfinite=True)` raises on the overflow steps a GradScaler skips"
     fix_safety = FixSafety.SAFE
+    fix_withheld = "for a positional `True` followed by other arguments"
     # Literal substrings for the prefilter: the clip only matters next to a scaler
     # (the flag may be positional, so its name need not appear).
     triggers = SCALER_TRIGGERS

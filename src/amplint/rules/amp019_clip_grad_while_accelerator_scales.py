@@ -125,7 +125,9 @@ class ClipGradWhileAcceleratorScales(Rule):
     name = "clip-grad-while-accelerator-scales"
     summary = "torch gradient clipping between `accelerator.backward` and the step, while fp16 gradients are still scaled"
     fix_safety = FixSafety.SOMETIMES
+    fix_withheld = "with `*args`/`**kwargs`"
     triggers = ("Accelerator",)
+    requires = ("clip_grad",)
 
     valid = (
         # bf16 and "no" build no GradScaler.

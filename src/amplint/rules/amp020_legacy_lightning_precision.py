@@ -74,7 +74,11 @@ class LegacyLightningPrecision(Rule):
     summary = 'Lightning `Trainer`/`Fabric` with a legacy `precision` (`16`, `"bf16"`) instead of `"16-mixed"`/`"bf16-mixed"`'
     severity = Severity.WARNING
     fix_safety = FixSafety.SAFE
-    triggers = ("precision",)
+    # The Trainer / Fabric resolves to a Lightning name only through an import of it, whose text
+    # holds "lightning" (lightning, pytorch_lightning, lightning_fabric); "precision" is in
+    # every other file of a model library.
+    triggers = ("lightning",)
+    requires = ("precision",)
 
     valid = (
         "import lightning as L\ntrainer = L.Trainer(precision='16-mixed')\n",

@@ -56,7 +56,10 @@ class TrainerFp16AndBf16(Rule):
     name = "trainer-fp16-and-bf16"
     summary = "`TrainingArguments(fp16=True, bf16=True)` raises `ValueError` at construction"
     fix_safety = FixSafety.NONE
-    triggers = ("bf16",)
+    # The call resolves to transformers' class only through a name holding "TrainingArguments"
+    # (also in Seq2SeqTrainingArguments); "bf16" is in every model file that mentions the dtype.
+    triggers = ("TrainingArguments",)
+    requires = ("bf16",)
 
     valid = (
         "from transformers import TrainingArguments\nargs = TrainingArguments(output_dir='o', bf16=True)\n",

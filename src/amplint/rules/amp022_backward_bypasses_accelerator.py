@@ -94,6 +94,7 @@ class BackwardBypassesAccelerator(Rule):
     summary = "`loss.backward()` on a loss whose prepared optimizer Accelerate steps through its fp16 GradScaler"
     fix_safety = FixSafety.UNSAFE
     triggers = ("Accelerator",)
+    requires = ("backward",)
 
     valid = (
         dedent("""\

@@ -84,6 +84,7 @@ class PlainGradScalerWithFsdp(Rule):
     fix_safety = FixSafety.NONE
     # Every spelling of a wrap names one of these (in the import or the call).
     triggers = ("fully_shard", "FullyShardedDataParallel")
+    requires = ("GradScaler",)
     focus_tokens = ("GradScaler",)
 
     valid = (

@@ -72,10 +72,17 @@ class Rule:
     summary: ClassVar[str]
     severity: ClassVar[Severity] = Severity.ERROR
     fix_safety: ClassVar[FixSafety] = FixSafety.NONE
+    # When a finding gets no fix ("when an import has other uses"); empty: every finding has one.
+    # fix_safety says what the fixes offered are: all safe, all unsafe, or either (SOMETIMES).
+    fix_withheld: ClassVar[str] = ""
     default_enabled: ClassVar[bool] = True
     # Literal substrings (not regexes) of the raw file: a file containing none of
     # them cannot hold this rule's finding, so the prefilter skips parsing it.
     triggers: ClassVar[tuple[str, ...]] = ()
+    # Literal substrings that all occur in any file holding this rule's finding (beside one of
+    # the triggers): a file that lacks one is skipped for this rule. For rules whose trigger is
+    # common (a framework's name) but whose finding needs something rarer as well.
+    requires: ClassVar[tuple[str, ...]] = ()
     # Extra literal substrings marking definitions the rule must see in a file that
     # passed the prefilter (the focused parse blanks definitions holding none of
     # the triggers, these or a training-step token).

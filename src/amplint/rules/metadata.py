@@ -50,8 +50,10 @@ class RuleInfo:
     docstring: str = ""
     severity: Severity = Severity.ERROR
     fix_safety: FixSafety = FixSafety.NONE
+    fix_withheld: str = ""  # when a finding gets no fix; empty: see fix_safety
     default_enabled: bool = True
     triggers: tuple[str, ...] = ()
+    requires: tuple[str, ...] = ()  # all of them occur in a file with a finding
     focus_tokens: tuple[str, ...] = ()
 
     def documentation(self) -> str:
