@@ -8,8 +8,10 @@ pool replaces the worker and reports the file, see ``pool.py``). The other files
 The ceiling is what linting one file may take: the machine's memory shared out among the
 workers, at least ``FLOOR_BYTES``; ``AMPLINT_WORKER_MEMORY`` (``512M``, ``4G``, a number of
 bytes, or ``0`` for none) sets it. It is enforced as the worker's address space
-(``RLIMIT_AS``), which also holds what the worker reserves and never touches (the 512 MiB stack
-of the deep-nesting thread, libraries): ``ALLOWANCE_BYTES`` more. The main process is never limited: it
+(``RLIMIT_AS``) on top of what the worker already maps when it starts (a forked worker inherits
+its parent's mappings, which in a process that imported torch are gigabytes it never touches),
+plus ``ALLOWANCE_BYTES`` for what a lint reserves and barely touches (the 512 MiB stack of the
+deep-nesting thread). The main process is never limited: it
 is the caller's (an editor, a test runner, the API).
 """
 
@@ -19,7 +21,7 @@ import os
 
 ENV = "AMPLINT_WORKER_MEMORY"
 FLOOR_BYTES = 2 * 1024**3
-ALLOWANCE_BYTES = 1024**3  # a worker's own address space: ~680 MB at its peak, mostly reserved stack
+ALLOWANCE_BYTES = 1024**3  # the deep-nesting thread's 512 MiB stack, and headroom
 _UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3}
 
 
@@ -59,11 +61,23 @@ def ceiling_for(workers: int, environ=os.environ) -> int | None:
     return max(FLOOR_BYTES, total // max(1, workers))
 
 
+def mapped_bytes() -> int:
+    """This process's address space now (Linux: ``VmSize``); 0 when unknown."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
 def limit_this_process(ceiling: int | None) -> None:
-    """Lower this process's address-space limit to ``ceiling`` plus the allowance (never raise it)."""
+    """Let this process map at most ``ceiling`` (plus the allowance) more than it does now; never raise a limit."""
     if ceiling is None:
         return
-    ceiling += ALLOWANCE_BYTES
+    ceiling += mapped_bytes() + ALLOWANCE_BYTES
     try:
         import resource
     except ImportError:  # pragma: no cover - Windows
