@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+# Starts torch or a process that trains, verifies or runs pre-commit: not in the fast tier.
+pytestmark = pytest.mark.slow
+
 pytest.importorskip("torch", reason="the equivalence test needs torch (installed by .ci/run)")
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "AMP001"

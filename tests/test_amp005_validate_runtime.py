@@ -9,6 +9,9 @@ import math
 import pytest
 from runtime_truth import RUNTIME, amplint_check, copy_script, last_json, reported, run_script
 
+# Starts torch or a process that trains, verifies or runs pre-commit: not in the fast tier.
+pytestmark = pytest.mark.slow
+
 torch = pytest.importorskip("torch")
 
 NAME = "amp005_half_in_validate.py"

@@ -6,6 +6,9 @@ from __future__ import annotations
 import pytest
 from runtime_truth import RUNTIME, amplint_check, copy_script, last_json, reported, run_script
 
+# Starts torch or a process that trains, verifies or runs pre-commit: not in the fast tier.
+pytestmark = pytest.mark.slow
+
 torch = pytest.importorskip("torch")
 
 NAME = "amp009_overflow_check_skips_update.py"

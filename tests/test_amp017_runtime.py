@@ -13,6 +13,9 @@ import pytest
 
 from amplint.api import fix_source, lint_source
 
+# Starts torch or a process that trains, verifies or runs pre-commit: not in the fast tier.
+pytestmark = pytest.mark.slow
+
 torch = pytest.importorskip("torch")
 
 PRELUDE = """\

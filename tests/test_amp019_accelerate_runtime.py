@@ -24,6 +24,9 @@ torch = pytest.importorskip("torch")
 accelerate = pytest.importorskip("accelerate", reason="the frameworks extra (accelerate) is not installed")
 from accelerate.state import AcceleratorState  # noqa: E402
 
+# Starts torch or a process that trains, verifies or runs pre-commit: not in the fast tier.
+pytestmark = pytest.mark.slow
+
 SCALE = 2.0 ** 10
 LR, MAX_NORM = 0.1, 1.0
 

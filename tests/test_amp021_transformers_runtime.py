@@ -12,6 +12,9 @@ import pytest
 
 from amplint.api import lint_source
 
+# Starts torch or a process that trains, verifies or runs pre-commit: not in the fast tier.
+pytestmark = pytest.mark.slow
+
 pytest.importorskip("torch")
 pytest.importorskip("transformers", reason="the frameworks extra (transformers) is not installed")
 

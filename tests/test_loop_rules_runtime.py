@@ -18,6 +18,9 @@ from pathlib import Path
 
 import pytest
 
+# Starts torch or a process that trains, verifies or runs pre-commit: not in the fast tier.
+pytestmark = pytest.mark.slow
+
 torch = pytest.importorskip("torch")
 
 SCRIPT = Path(__file__).resolve().parents[1] / "fixtures" / "runtime" / "three_misuses.py"

@@ -15,6 +15,9 @@ import sys
 import pytest
 from runtime_truth import RUNTIME, TIMEOUT, amplint_check, copy_script, fix_with_cli, last_json, run_script
 
+# Starts torch or a process that trains, verifies or runs pre-commit: not in the fast tier.
+pytestmark = pytest.mark.slow
+
 torch = pytest.importorskip("torch")
 
 

@@ -18,6 +18,9 @@ from pathlib import Path
 
 import pytest
 
+# Starts torch or a process that trains, verifies or runs pre-commit: not in the fast tier.
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "amplint tests",

@@ -70,6 +70,7 @@ def _difference(path: Path) -> tuple | None:
     return None if with_prefilter == without else (str(path), with_prefilter, without)
 
 
+@pytest.mark.slow
 def test_corpus_results_do_not_depend_on_the_prefilter():
     sample = _corpus_sample()
     if not sample:

@@ -13,6 +13,9 @@ import math
 import pytest
 from runtime_truth import RUNTIME, copy_script, fix_with_cli, last_json, reported, run_script
 
+# Starts torch or a process that trains, verifies or runs pre-commit: not in the fast tier.
+pytestmark = pytest.mark.slow
+
 torch = pytest.importorskip("torch")
 
 

@@ -8,6 +8,9 @@ import pytest
 
 from verify_helpers import TRAINING, run_cli
 
+# Starts torch or a process that trains, verifies or runs pre-commit: not in the fast tier.
+pytestmark = pytest.mark.slow
+
 
 @pytest.mark.slow
 def test_two_cpu_ranks_verified_and_merged(tmp_path):

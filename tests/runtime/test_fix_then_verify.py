@@ -12,6 +12,9 @@ import pytest
 
 from verify_helpers import FAMILIES, TRAINING, run_cli, run_verify
 
+# Starts torch or a process that trains, verifies or runs pre-commit: not in the fast tier.
+pytestmark = pytest.mark.slow
+
 
 @pytest.mark.slow
 @pytest.mark.parametrize("family", sorted(FAMILIES))

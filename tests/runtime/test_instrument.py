@@ -10,6 +10,9 @@ import pytest
 
 from verify_helpers import TRAINING, run_verify
 
+# Starts torch or a process that trains, verifies or runs pre-commit: not in the fast tier.
+pytestmark = pytest.mark.slow
+
 LOOP = """
 import torch
 from torch import nn

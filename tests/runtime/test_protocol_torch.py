@@ -13,6 +13,9 @@ import torch
 
 from amplint.scaler_protocol import ERRORS, TRANSITIONS, Call, Misuse, Stage, UNSCALE_FP16
 
+# Starts torch or a process that trains, verifies or runs pre-commit: not in the fast tier.
+pytestmark = pytest.mark.slow
+
 
 def _setup():
     torch.manual_seed(0)

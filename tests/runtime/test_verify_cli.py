@@ -9,6 +9,9 @@ import pytest
 
 from verify_helpers import TRAINING, run_cli
 
+# Starts torch or a process that trains, verifies or runs pre-commit: not in the fast tier.
+pytestmark = pytest.mark.slow
+
 SCHEMA = {
     "type": "object",
     "required": ["schema_version", "verdict", "exit_code", "criteria", "checks", "findings", "stats", "runs",

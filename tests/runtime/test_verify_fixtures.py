@@ -6,6 +6,9 @@ import pytest
 
 from verify_helpers import FAMILIES, TRAINING, run_verify
 
+# Starts torch or a process that trains, verifies or runs pre-commit: not in the fast tier.
+pytestmark = pytest.mark.slow
+
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_fixed_script_trains_without_findings(family):

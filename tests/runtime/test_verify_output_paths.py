@@ -10,6 +10,9 @@ import pytest
 
 from verify_helpers import run_cli, tiny_script
 
+# Starts torch or a process that trains, verifies or runs pre-commit: not in the fast tier.
+pytestmark = pytest.mark.slow
+
 
 def _refused(proc, message: str) -> None:
     assert proc.returncode == 2, proc.stdout + proc.stderr

@@ -9,6 +9,9 @@ import pytest
 
 from verify_helpers import TRAINING, run_cli, run_verify, tiny_script
 
+# Starts torch or a process that trains, verifies or runs pre-commit: not in the fast tier.
+pytestmark = pytest.mark.slow
+
 
 def test_no_autocast_and_no_scaler_is_a_warning(tmp_path):
     from amplint.runtime.report import format_text

@@ -17,6 +17,9 @@ import pytest
 
 from verify_helpers import run_cli
 
+# Starts torch or a process that trains, verifies or runs pre-commit: not in the fast tier.
+pytestmark = pytest.mark.slow
+
 LOOP = """
 import glob, io, os, pathlib, shutil, sys
 import torch
