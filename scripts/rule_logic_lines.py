@@ -16,7 +16,7 @@ import tokenize
 from pathlib import Path
 
 RULES = Path(__file__).resolve().parent.parent / "src" / "amplint" / "rules"
-METADATA = {"code", "name", "summary", "severity", "fix_safety", "fix_withheld", "default_enabled", "triggers", "requires", "focus_tokens",
+METADATA = {"code", "name", "summary", "severity", "fix_safety", "fix_withheld", "default_enabled", "triggers", "requires", "requires_match", "focus_tokens",
             "valid", "invalid"}
 
 

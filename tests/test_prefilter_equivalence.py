@@ -107,3 +107,32 @@ def test_a_file_with_a_rules_trigger_but_not_all_it_requires_is_skipped_for_that
     assert may_have_findings(with_backward, settings, "a.py")
     assert [rule.code for rule in rules_to_run(with_backward.decode(), settings, frozenset({"AMP022"}))] == ["AMP022"]
     assert rules_to_run(without_backward.decode(), settings, frozenset({"AMP022"})) == ()
+
+
+NOQA_COMMENTS = [
+    "# noqa", "# NOQA", "# noqa: E501", "# noqa:E501,W291", "# noqa: AMP001", "#noqa:amp003",
+    "# noqa: E501, AMP005 kept", "# NoQA : F401 AMP100", "# noqa: AMPX1", "# noqa: XAMP1",
+    "# type: ignore  # noqa: AMP001, AMP003 legacy", "# ruff: noqa: AMP001", "# noqa AMP001",
+]
+
+
+@pytest.mark.parametrize("comment", NOQA_COMMENTS)
+def test_amp100_is_skipped_exactly_when_no_directive_names_an_amplint_code(comment):
+    from amplint import noqa
+    from amplint.selection import rules_to_run
+
+    text = f"import torch\nx = torch.ones(3)  {comment}\n"
+    directive = noqa.row_directives(text).get(2)
+    names_amp = directive is not None and any(code.startswith("AMP") for code in directive.codes or ())
+    settings = Settings(select=("AMP100",))
+    assert may_have_findings(text.encode(), settings, "a.py") == names_amp
+    assert bool(rules_to_run(text, settings, frozenset({"AMP100"}))) == names_amp
+    # Skipping changes nothing: the findings are those of the full run.
+    off = Settings(select=("AMP100",), prefilter=False)
+    assert lint_text(text, "a.py", settings).findings == lint_text(text, "a.py", off).findings
+
+
+def test_a_file_whose_directives_name_other_tools_codes_is_not_parsed_under_select_all():
+    text = "import os  # noqa: F401\nx = 1  # noqa: E501\ny = 2  # noqa\n"
+    assert lint_text(text, "a.py", ON).skipped
+    assert not lint_text(text + "z = 3  # noqa: AMP005\n", "a.py", ON).skipped

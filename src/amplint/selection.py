@@ -34,13 +34,23 @@ def rules_to_run(text: str, settings: Settings, codes: frozenset[str]) -> tuple[
 
 
 def _may_fire(rule, text: str | bytes) -> bool:
-    """Whether ``text`` holds one of the rule's triggers (if it declares any) and all it requires."""
+    """Whether ``text`` holds one of the rule's triggers (if it declares any), all it requires, and
+    a match of its required pattern."""
     as_text = isinstance(text, str)
 
     def occurs(token: str) -> bool:
         return (token if as_text else token.encode("ascii")) in text
 
-    return (not rule.triggers or any(map(occurs, rule.triggers))) and all(map(occurs, rule.requires))
+    if rule.triggers and not any(map(occurs, rule.triggers)) or not all(map(occurs, rule.requires)):
+        return False
+    return not rule.requires_match or _pattern(rule.requires_match, as_text).search(text) is not None
+
+
+@lru_cache(maxsize=64)
+def _pattern(source: str, as_text: bool):
+    import re
+
+    return re.compile(source if as_text else source.encode("ascii"))
 
 
 @lru_cache(maxsize=64)

@@ -71,6 +71,10 @@ class UnusedNoqa(Rule):
     default_enabled = False
     # The prefilter's literal test: no directive, nothing to report (other spellings are missed).
     triggers = ("noqa", "NOQA", "NoQA")
+    # Only a directive that names an amplint code can be reported (a bare one or `# noqa: E501` never
+    # is): a file without one is not parsed for this rule, as ruff reads RUF100's directives from
+    # tokens alone. The codes are those the directive syntax in amplint.noqa accepts.
+    requires_match = r"(?i)#\s*noqa\s*:\s*(?:[a-z]+[0-9]+[\s,]+)*amp[a-z]*[0-9]"
     # The rules whose findings the examples' directives are about.
     examples_also_select = ("AMP0",)
 

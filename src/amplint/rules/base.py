@@ -83,6 +83,9 @@ class Rule:
     # the triggers): a file that lacks one is skipped for this rule. For rules whose trigger is
     # common (a framework's name) but whose finding needs something rarer as well.
     requires: ClassVar[tuple[str, ...]] = ()
+    # An ASCII regular expression that matches the raw text of every file holding this rule's
+    # finding, when literal substrings cannot say enough (AMP100: a directive naming an AMP code).
+    requires_match: ClassVar[str] = ""
     # Extra literal substrings marking definitions the rule must see in a file that
     # passed the prefilter (the focused parse blanks definitions holding none of
     # the triggers, these or a training-step token).

@@ -117,13 +117,14 @@ def _sources_key(sources: dict[str, bytes]) -> tuple:
 
 def _row_of(info: RuleInfo) -> tuple:
     return (info.code, info.name, info.summary, info.module, info.docstring, info.severity.name,
-            info.fix_safety.name, info.fix_withheld, info.default_enabled, info.triggers, info.requires, info.focus_tokens)
+            info.fix_safety.name, info.fix_withheld, info.default_enabled, info.triggers, info.requires, info.requires_match, info.focus_tokens)
 
 
 def _info_from_row(row: tuple) -> RuleInfo:
-    code, name, summary, module, docstring, severity, fix_safety, fix_withheld, default_enabled, triggers, requires, focus_tokens = row
+    code, name, summary, module, docstring, severity, fix_safety, fix_withheld, default_enabled, triggers, requires, requires_match, focus_tokens = row
     return RuleInfo(code=code, name=name, summary=summary, module=module, docstring=docstring,
                     severity=Severity[severity], fix_safety=FixSafety[fix_safety], fix_withheld=fix_withheld,
-                    default_enabled=default_enabled, triggers=triggers, requires=requires, focus_tokens=focus_tokens)
+                    default_enabled=default_enabled, triggers=triggers, requires=requires, requires_match=requires_match,
+                    focus_tokens=focus_tokens)
 
 

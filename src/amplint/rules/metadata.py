@@ -54,6 +54,7 @@ class RuleInfo:
     default_enabled: bool = True
     triggers: tuple[str, ...] = ()
     requires: tuple[str, ...] = ()  # all of them occur in a file with a finding
+    requires_match: str = ""  # a regular expression that matches every file with a finding
     focus_tokens: tuple[str, ...] = ()
 
     def documentation(self) -> str:

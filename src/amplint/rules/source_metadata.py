@@ -18,7 +18,7 @@ from amplint.model import FixSafety, Severity
 import amplint.rules.base as base
 from amplint.rules.metadata import RuleInfo
 
-FIELDS = ("code", "name", "summary", "severity", "fix_safety", "fix_withheld", "default_enabled", "triggers", "requires", "focus_tokens")
+FIELDS = ("code", "name", "summary", "severity", "fix_safety", "fix_withheld", "default_enabled", "triggers", "requires", "requires_match", "focus_tokens")
 _ENUMS = {"FixSafety": FixSafety, "Severity": Severity}
 _RULE_CLASS = re.compile(r"^class[ \t]+\w+[ \t]*\([ \t]*Rule[ \t]*\)[ \t]*:", re.MULTILINE)
 
