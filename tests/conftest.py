@@ -17,6 +17,13 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+SRC = str(ROOT / "src")
+# The tests exercise the checkout they live in, even where amplint is installed from another one
+# (an editable install of a second worktree): first for in-process imports, then through
+# PYTHONPATH for every amplint process a test starts.
+if sys.path[:1] != [SRC]:
+    sys.path.insert(0, SRC)
+os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [SRC, os.environ.get("PYTHONPATH")]))
 
 
 @lru_cache(maxsize=1)
