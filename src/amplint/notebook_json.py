@@ -16,7 +16,7 @@ _WHITESPACE = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
 
 
-class _Layout(Exception):
+class _Layout(ValueError):
     """The text is not the JSON object of cells this module expects."""
 
 
@@ -25,7 +25,7 @@ def source_spans(raw: str) -> dict[int, tuple[int, int]]:
     spans: dict[int, tuple[int, int]] = {}
     for key, start, end in _members(raw, _skip(raw, 0)):
         if key == "cells":
-            for index, cell_start in enumerate(_elements(raw, start)):
+            for index, cell_start in enumerate(elements(raw, start)):
                 for cell_key, value_start, value_end in _members(raw, cell_start):
                     if cell_key == "source":
                         spans[index] = (value_start, value_end)
@@ -98,7 +98,7 @@ def _members(text: str, at: int):
         at = _skip(text, at + 1)
 
 
-def _elements(text: str, at: int):
+def elements(text: str, at: int):
     """The start of each element of the array at ``at``."""
     if text[at] != "[":
         raise _Layout

@@ -11,9 +11,8 @@ from __future__ import annotations
 from typing import Sequence
 
 from amplint.model import Finding, Severity
-from amplint.report.context import ReportContext
+from amplint.report.context import ReportContext, position_note
 from amplint.report.escape import terminal
-from amplint.report.text import cell_note
 
 # Azure knows only errors and warnings.
 _TYPES = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "warning"}
@@ -28,15 +27,16 @@ def escape_property(value: str) -> str:
 
 
 def logissue(finding: Finding, context: ReportContext) -> str:
+    start, _ = context.file_span(finding)
     props = (
         ("type", _TYPES.get(finding.severity, "error")),
         ("sourcepath", context.display_name(finding.filename)),
-        ("linenumber", str(finding.location.row)),
-        ("columnnumber", str(finding.location.column)),
+        ("linenumber", str(start.row)),
+        ("columnnumber", str(start.column)),
         ("code", finding.code),
     )
     properties = "".join(f"{key}={escape_property(value)};" for key, value in props)
-    return f"##vso[task.logissue {properties}]{escape_data(cell_note(finding) + finding.message)}"
+    return f"##vso[task.logissue {properties}]{escape_data(position_note(finding) + finding.message)}"
 
 
 def render(findings: Sequence[Finding], context: ReportContext) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from amplint.model import SYNTAX_ERROR_CODE, FileResult, Finding
+from amplint.model import SYNTAX_ERROR_CODE, FileResult, Finding, Location
 from amplint.sourcefile import source_lines
 
 SYNTAX_ERROR_NAME = "syntax-error"
@@ -36,6 +36,38 @@ class ReportContext:
             cache[filename, cell] = source_lines(text) if text is not None else []
         return cache[filename, cell]
 
+    def _positions(self, filename: str):
+        """The cell-to-JSON mapping of a notebook that was reported (``None`` for any other file)."""
+        cache = self.__dict__.setdefault("_positions_cache", {})
+        if filename not in cache:
+            from amplint.notebook_positions import notebook_positions
+
+            result = next((r for r in self.results if r.filename == filename and r.cell_sources is not None), None)
+            cache[filename] = notebook_positions(result.source) if result is not None and result.source else None
+        return cache[filename]
+
+    def file_span(self, finding: Finding) -> tuple[Location, Location]:
+        """Where a finding is in the file a CI service is given: for a notebook, the lines and
+        columns of its JSON text that hold the cell's code (its first line if that cannot be
+        told); for any other file, the finding's own span."""
+        if finding.cell is None:
+            return finding.location, finding.end_location
+        positions = self._positions(finding.filename)
+        start = end = None
+        if positions is not None:
+            start = positions.file_position(finding.cell, finding.location.row, finding.location.column)
+            end = positions.file_position(finding.cell, finding.end_location.row, finding.end_location.column)
+        if start is None or end is None:
+            return Location(1, 1), Location(1, 1)
+        return Location(*start), Location(*end)
+
+    def file_lines(self, finding: Finding) -> list[str]:
+        """The lines of the file :meth:`file_span` counts in."""
+        if finding.cell is None:
+            return self.source_lines(finding.filename)
+        positions = self._positions(finding.filename)
+        return positions.file_lines() if positions is not None else []
+
     def display_name(self, filename: str) -> str:
         """The name a finding is reported under, as text any output encoding accepts."""
         from amplint.report.escape import path_text
@@ -52,6 +84,12 @@ class ReportContext:
         """Whether ``--fix`` (with the flags of this run) would apply the finding's fix."""
         fix = finding.fix
         return fix is not None and (fix.applicability == "safe" or self.unsafe_fixes)
+
+
+def position_note(finding: Finding) -> str:
+    """``"cell 3, line 4: "`` for a notebook finding, to lead the message of a format whose
+    location is a line of the notebook's JSON file; ``""`` for any other file."""
+    return f"cell {finding.cell}, line {finding.location.row}: " if finding.cell is not None else ""
 
 
 def rule_name(code: str) -> str:

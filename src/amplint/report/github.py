@@ -11,9 +11,8 @@ from __future__ import annotations
 from typing import Sequence
 
 from amplint.model import Finding, Severity
-from amplint.report.context import ReportContext, rule_name
+from amplint.report.context import ReportContext, position_note, rule_name
 from amplint.report.escape import terminal
-from amplint.report.text import cell_note
 
 _COMMANDS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
 
@@ -27,16 +26,17 @@ def escape_property(value: str) -> str:
 
 
 def annotation(finding: Finding, context: ReportContext) -> str:
+    start, end = context.file_span(finding)
     props = (
         ("file", context.display_name(finding.filename)),
-        ("line", str(finding.location.row)),
-        ("col", str(finding.location.column)),
-        ("endLine", str(finding.end_location.row)),
-        ("endColumn", str(finding.end_location.column)),
+        ("line", str(start.row)),
+        ("col", str(start.column)),
+        ("endLine", str(end.row)),
+        ("endColumn", str(end.column)),
         ("title", f"{finding.code} ({rule_name(finding.code)})"),
     )
     properties = ",".join(f"{key}={escape_property(value)}" for key, value in props)
-    return f"::{_COMMANDS.get(finding.severity, 'error')} {properties}::{escape_data(cell_note(finding) + finding.message)}"
+    return f"::{_COMMANDS.get(finding.severity, 'error')} {properties}::{escape_data(position_note(finding) + finding.message)}"
 
 
 def render(findings: Sequence[Finding], context: ReportContext) -> str:

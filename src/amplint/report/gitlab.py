@@ -13,9 +13,8 @@ import os
 from typing import Sequence
 
 from amplint.model import Finding, Severity
-from amplint.report.context import ReportContext, rule_name
+from amplint.report.context import ReportContext, position_note, rule_name
 from amplint.report.escape import dumps, path_text
-from amplint.report.text import cell_note
 
 SEVERITIES = {Severity.ERROR: "major", Severity.WARNING: "minor", Severity.INFO: "info"}
 
@@ -47,18 +46,19 @@ def _position(location) -> dict:
     return {"line": location.row, "column": location.column}
 
 
-def issue(finding: Finding, path: str, finding_fingerprint: str) -> dict:
+def issue(finding: Finding, path: str, finding_fingerprint: str, context: ReportContext) -> dict:
+    start, end = context.file_span(finding)
     return {
         "type": "issue",
         "check_name": finding.code,
         # GitLab's widget shows the description but not check_name.
-        "description": f"{finding.code} ({rule_name(finding.code)}): {cell_note(finding)}{finding.message}",
+        "description": f"{finding.code} ({rule_name(finding.code)}): {position_note(finding)}{finding.message}",
         "categories": ["Bug Risk"],
         "severity": SEVERITIES.get(finding.severity, "major"),
         "fingerprint": finding_fingerprint,
         "location": {
             "path": path,
-            "positions": {"begin": _position(finding.location), "end": _position(finding.end_location)},
+            "positions": {"begin": _position(start), "end": _position(end)},
         },
     }
 
@@ -71,5 +71,5 @@ def render(findings: Sequence[Finding], context: ReportContext) -> str:
         key = (finding.code, path, _line_text(finding, context))
         occurrence = seen.get(key, 0)
         seen[key] = occurrence + 1
-        issues.append(issue(finding, path, fingerprint(*key, occurrence)))
+        issues.append(issue(finding, path, fingerprint(*key, occurrence), context))
     return dumps(issues, indent=2) + "\n"

@@ -9,9 +9,8 @@ from __future__ import annotations
 from typing import Sequence
 
 from amplint.model import Finding, Location, Severity
-from amplint.report.context import ReportContext, rule_url
+from amplint.report.context import ReportContext, position_note, rule_url
 from amplint.report.escape import dumps
-from amplint.report.text import cell_note
 
 SOURCE = {"name": "amplint", "url": "https://github.com/amplint/amplint"}
 SEVERITIES = {Severity.ERROR: "ERROR", Severity.WARNING: "WARNING", Severity.INFO: "INFO"}
@@ -30,14 +29,15 @@ def _range(start: Location, end: Location, lines: list[str]) -> dict:
 
 def diagnostic(finding: Finding, context: ReportContext) -> dict:
     lines = context.source_lines(finding.filename, finding.cell)
+    start, end = context.file_span(finding)
     code = {"value": finding.code}
     url = rule_url(finding.code)
     if url:
         code["url"] = url
     value = {
-        "message": cell_note(finding) + finding.message,
+        "message": position_note(finding) + finding.message,
         "location": {"path": context.display_name(finding.filename),
-                     "range": _range(finding.location, finding.end_location, lines)},
+                     "range": _range(start, end, context.file_lines(finding))},
         "severity": SEVERITIES.get(finding.severity, "ERROR"),
         "code": code,
     }

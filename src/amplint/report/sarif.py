@@ -18,7 +18,7 @@ from urllib.parse import quote
 
 import amplint
 from amplint.model import Finding, Severity
-from amplint.report.context import ReportContext
+from amplint.report.context import ReportContext, position_note
 from amplint.report.escape import dumps
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -107,20 +107,16 @@ def build(findings: Sequence[Finding], context: ReportContext) -> dict:
     index = {rule["id"]: i for i, rule in enumerate(rules)}
     results = []
     for finding in findings:
+        start, end = context.file_span(finding)
         result = {
             "ruleId": finding.code,
             "level": LEVELS.get(finding.severity, "error"),
-            "message": {"text": finding.message},
+            "message": {"text": position_note(finding) + finding.message},
             "locations": [
                 {
                     "physicalLocation": {
                         "artifactLocation": artifact_location(finding.filename, context),
-                        "region": {
-                            "startLine": finding.location.row,
-                            "startColumn": finding.location.column,
-                            "endLine": finding.end_location.row,
-                            "endColumn": finding.end_location.column,
-                        },
+                        "region": _region(start, end),
                     }
                 }
             ],
