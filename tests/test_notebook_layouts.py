@@ -35,7 +35,7 @@ def test_fix_keeps_a_layout_json_dumps_does_not_write(tmp_path):
     path.write_text(raw, newline="")
 
     diff = _amplint(tmp_path, "--diff", "train.ipynb")
-    assert diff.returncode == 1 and "+    " + FIXED_LINE + "," in diff.stdout
+    assert diff.returncode == 1 and "+with torch.amp.autocast(\"cuda\"):\n" in diff.stdout
     fixed = _amplint(tmp_path, "--fix", "train.ipynb")
     assert fixed.returncode == 0, fixed.stderr
 
