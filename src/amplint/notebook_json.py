@@ -65,7 +65,14 @@ def _dumps_in_layout(source: list[str] | str, raw: str, start: int, end: int, as
     closing_indent = re.search(r"\n([ \t]*)\]$", old)
     inner = element_indent.group(1) if element_indent else ""
     outer = closing_indent.group(1) if closing_indent else ""
-    items = [json.dumps(line, ensure_ascii=ascii_only) for line in source]
+    # A line the edit left as it was keeps the very text it had (its escapes too), so that the
+    # bytes change only in the lines that did.
+    written = {}
+    for element in elements(raw, start):
+        line, element_end = _DECODER.raw_decode(raw, element)
+        if isinstance(line, str):
+            written.setdefault(line, raw[element:element_end])
+    items = [written.get(line) or json.dumps(line, ensure_ascii=ascii_only) for line in source]
     return "[" + newline + ("," + newline).join(inner + item for item in items) + newline + outer + "]"
 
 
