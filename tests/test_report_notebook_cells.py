@@ -164,3 +164,21 @@ def test_python_files_are_unchanged(cli, tmp_path):
     (tmp_path / "a.py").write_text(CODE + "\n")
     assert _out(cli, "a.py", "pylint").startswith("a.py:3: [AMP001]")
     assert _out(cli, "a.py", "grouped").splitlines()[1].startswith("  3:6 AMP001")
+
+
+def test_a_column_past_the_end_of_a_line_stays_on_that_line():
+    from amplint.notebook_positions import notebook_positions
+
+    raw = json.dumps({"cells": [_code_cell(["ab\n", "cd\n"])], "metadata": {}}, indent=1)
+    line, column = notebook_positions(raw).file_position(1, 1, 40)
+    assert raw.split("\n")[line - 1][column - 1 :] == '\\n",'
+
+
+def test_a_fix_that_cannot_be_written_back_still_points_at_the_json_line(cli, notebook, tmp_path, monkeypatch):
+    from amplint.notebook import Notebook
+
+    monkeypatch.setattr(Notebook, "with_text", lambda self, fixed: None)
+    run = cli("check", "--no-cache", "-j1", "--fix", "--output-format", "github", notebook)
+    annotation = next(line for line in run.stdout.splitlines() if "AMP001" in line)
+    fields = dict(item.split("=", 1) for item in annotation.split("::")[1].split(" ", 1)[1].split(","))
+    _assert_points_at_flagged_code(tmp_path, notebook, int(fields["line"]), int(fields["col"]), int(fields["endColumn"]))

@@ -292,7 +292,7 @@ def lint_notebook(raw: str, filename: str, settings, fix: bool, unsafe: bool, ed
         if rewritten is None:
             result = lint_text(notebook.text, filename, settings, fix=False, edits=edits)
             result.errors.append(FileError(filename, f"{filename}: fixes not applied: the fixed cells cannot be written back into the notebook"))
-            result.original_source = None
+            result.original_source, result.source = None, raw
         else:
             final = read_notebook(rewritten)
             result.original_source, result.source = raw, rewritten

@@ -67,16 +67,19 @@ class _CellText:
             text += piece
             self.offsets += offsets
             self.end = closing
-        lines = _LINES.findall(text)
-        self.line_starts = [0]
-        for line in lines[:-1]:
-            self.line_starts.append(self.line_starts[-1] + len(line))
+        # (start, length without its line ending) of each line of the cell's text
+        self.lines: list[tuple[int, int]] = []
+        at = 0
+        for line in _LINES.findall(text)[:-1] or [""]:
+            self.lines.append((at, len(line.rstrip("\r\n"))))
+            at += len(line)
         self.length = len(text)
 
     def offset(self, row: int, column: int) -> int:
-        """The file offset of the character at ``row``/``column`` of the cell (both from 1)."""
-        row = min(max(row, 1), len(self.line_starts))
-        index = self.line_starts[row - 1] + max(column, 1) - 1
+        """The file offset of the character at ``row``/``column`` of the cell (both from 1); a
+        column past the end of its line is the line's end, never a place on the next line."""
+        start, length = self.lines[min(max(row, 1), len(self.lines)) - 1]
+        index = start + min(max(column, 1) - 1, length)
         return self.offsets[index] if index < self.length else self.end
 
 
