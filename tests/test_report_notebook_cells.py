@@ -131,7 +131,7 @@ def test_rdjson_counts_the_json_lines_bytes(cli, tmp_path):
     start = json.loads(_out(cli, "t.ipynb", "rdjson"))["diagnostics"][0]["location"]["range"]["start"]
     line = _json_line(tmp_path, "t.ipynb", start["line"]).encode("utf-8")
     assert line[start["column"] - 1 :].startswith(FLAGGED.encode())
-    assert start["column"] == len('    "é = 1; ctx = '.encode("utf-8")) + 1
+    assert start["column"] == len('    "é = 1; ctx = '.encode()) + 1
 
 
 def test_a_span_over_several_cell_lines_ends_on_its_own_json_line(tmp_path):

@@ -14,11 +14,6 @@ def _cell(finding: Finding) -> str:
     return f"cell {finding.cell}:" if finding.cell is not None else ""
 
 
-def cell_note(finding: Finding) -> str:
-    """``"cell 3: "`` for a notebook finding, to lead a message whose format has no place for the cell."""
-    return f"cell {finding.cell}: " if finding.cell is not None else ""
-
-
 def headline(finding: Finding, context: ReportContext) -> str:
     marker = "[*] " if context.applicable(finding) else ""
     return (
