@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -47,4 +48,10 @@ def test_strict_build_passes(tmp_path):
         cwd=ROOT, capture_output=True, text=True, timeout=300, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    assert (tmp_path / "site" / "rules" / "AMP003" / "index.html").is_file()
+    assert "end of life" not in proc.stdout + proc.stderr
+    page = (tmp_path / "site" / "rules" / "AMP003" / "index.html").read_text(encoding="utf-8")
+    # The navigation names each rule ("AMP003 clip-before-unscale"), not its bare code.
+    from amplint.report.ruledoc import all_rule_rows
+
+    labels = re.findall(r'<span class="md-ellipsis">\s*(AMP\d{3}[^<]*?)\s*</span>', page)
+    assert labels and set(labels) == {f"{row['code']} {row['name']}" for row in all_rule_rows()}

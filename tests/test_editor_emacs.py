@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from editor_tools import missing
+
 pytestmark = pytest.mark.slow
 
 RECIPE = Path(__file__).resolve().parent.parent / "editors" / "emacs" / "amplint-eglot.el"
@@ -51,9 +53,9 @@ def _eglot_available(emacs: str) -> bool:
 def test_recipe_connects_eglot_and_flymake_shows_the_finding(tmp_path):
     emacs = shutil.which("emacs")
     if emacs is None:
-        pytest.skip("emacs is not installed (apt-get install emacs-nox elpa-eglot; .ci/run installs them)")
+        missing("emacs is not installed (apt-get install emacs-nox elpa-eglot; .ci/run installs them)")
     if not _eglot_available(emacs):
-        pytest.skip("this Emacs has no eglot (Emacs 29+ has it built in; apt-get install elpa-eglot)")
+        missing("this Emacs has no eglot (Emacs 29+ has it built in; apt-get install elpa-eglot)")
     # The recipe starts `amplint server` from PATH: an `amplint` there that runs this checkout.
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()

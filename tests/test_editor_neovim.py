@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from editor_tools import missing
+
 pytestmark = pytest.mark.slow
 
 RECIPE = Path(__file__).resolve().parent.parent / "editors" / "neovim" / "amplint.lua"
@@ -45,7 +47,7 @@ vim.cmd("qa!")
 def test_recipe_starts_amplint_server_and_a_diagnostic_arrives(tmp_path):
     nvim = shutil.which("nvim")
     if nvim is None:
-        pytest.skip("nvim is not installed (apt-get install neovim; .ci/run installs it)")
+        missing("nvim is not installed (apt-get install neovim; .ci/run installs it)")
     project = tmp_path / "project"
     (project / "sub").mkdir(parents=True)
     (project / "pyproject.toml").write_text("[tool.amplint]\n", encoding="utf-8")

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from editor_tools import missing
+
 pytestmark = pytest.mark.slow
 
 EXTENSION = Path(__file__).resolve().parent.parent / "editors" / "vscode"
@@ -24,9 +26,9 @@ EXTENSION = Path(__file__).resolve().parent.parent / "editors" / "vscode"
 def npm() -> str:
     npm = shutil.which("npm")
     if npm is None:
-        pytest.skip("npm is not installed: the VS Code extension's tests need node and npm")
+        missing("npm is not installed: the VS Code extension's tests need node and npm")
     if not (EXTENSION / "node_modules").is_dir():
-        pytest.skip("editors/vscode/node_modules is missing: run `npm ci` there (.ci/run does)")
+        missing("editors/vscode/node_modules is missing: run `npm ci` there (.ci/run does)")
     return npm
 
 
