@@ -40,7 +40,13 @@ async function pythonExtensionInterpreter(folder?: vscode.Uri): Promise<string[]
 
 async function start(): Promise<void> {
   const folder = vscode.workspace.workspaceFolders?.[0]?.uri;
-  const settings = normalizeSettings(vscode.workspace.getConfiguration("amplint", folder) as unknown as { [key: string]: unknown });
+  const configuration = vscode.workspace.getConfiguration("amplint", folder);
+  const settings = normalizeSettings({
+    path: configuration.get("path"),
+    interpreter: configuration.get("interpreter"),
+    args: configuration.get("args"),
+    unsafeFixes: configuration.get("unsafeFixes"),
+  });
   const command = serverCommand(settings, {
     pythonExtensionInterpreter: await pythonExtensionInterpreter(folder),
     workspaceFolder: folder?.fsPath,
