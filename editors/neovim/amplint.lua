@@ -1,12 +1,16 @@
 -- amplint's language server for Python buffers, on Neovim 0.7 and later.
--- Put this file in your config (e.g. ~/.config/nvim/plugin/amplint.lua) or paste it into init.lua.
--- Another command (a project's interpreter): vim.g.amplint_cmd = { "/path/to/python", "-m", "amplint", "server" }
+-- Save as ~/.config/nvim/plugin/amplint.lua, or paste it into init.lua.
+-- Another command, e.g. a project's interpreter:
+--   vim.g.amplint_cmd = { "/path/to/python", "-m", "amplint", "server" }
 local markers = { "pyproject.toml", "amplint.toml", ".amplint.toml", ".git" }
 local uv = vim.uv or vim.loop
 
--- The nearest directory above the file holding a marker, else the file's own directory.
+-- The nearest directory above the file holding a marker, else the file's.
 local function root_dir(path)
-  local start = vim.fn.fnamemodify(path ~= "" and path or vim.fn.getcwd(), ":p:h")
+  if path == "" then
+    path = vim.fn.getcwd() .. "/unnamed"
+  end
+  local start = vim.fn.fnamemodify(path, ":p:h")
   local dir = start
   while true do
     for _, marker in ipairs(markers) do
@@ -22,7 +26,8 @@ local function root_dir(path)
   end
 end
 
-local clients = {} -- Neovim 0.7: one client per root directory, attached to each of its buffers
+-- Neovim 0.7: one client per root directory, attached to each of its buffers.
+local clients = {}
 
 local function start(bufnr)
   local config = {
@@ -30,7 +35,7 @@ local function start(bufnr)
     cmd = vim.g.amplint_cmd or { "amplint", "server" },
     root_dir = root_dir(vim.api.nvim_buf_get_name(bufnr)),
   }
-  if vim.lsp.start then -- 0.8+: reuses a running client with the same name and root
+  if vim.lsp.start then -- 0.8+: reuses a client of the same name and root
     vim.lsp.start(config, { bufnr = bufnr })
     return
   end
