@@ -66,8 +66,8 @@ async function start(): Promise<void> {
     await client.start();
   } catch (error) {
     void vscode.window.showErrorMessage(
-      `amplint: could not start "${command.command}" (${String(error)}). Install amplint's server into that ` +
-        `environment (pip install 'amplint[lsp]') or set amplint.interpreter or amplint.path.`,
+      `amplint: could not start "${command.command}" (${String(error)}). Install amplint with its server into that ` +
+        `environment (in an amplint checkout: pip install '.[lsp]') or set amplint.interpreter or amplint.path.`,
     );
   }
 }
