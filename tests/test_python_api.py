@@ -119,7 +119,7 @@ def test_runtime_verify_shows_its_real_signature_without_importing_torch():
         "assert not [p for p in parameters.values() if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]\n"
     )
     run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
-    assert run.stdout.strip() == "['announce', 'args', 'baseline'] False"
+    assert run.stdout.strip() == "['allow_no_amp', 'announce', 'args'] False"
     import amplint.runtime
     from amplint.runtime.api import verify
 

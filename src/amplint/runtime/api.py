@@ -24,7 +24,7 @@ class VerifyResult:
     reference: RunOutcome | None = None
     checks: list[Check] = field(default_factory=list)
     exit_code: int = EXIT_ERROR
-    message: str = ""  # why it could not run (exit 2), one line
+    message: str = ""  # the reason, one line: why it could not run (2), is inconclusive (3) or compared nothing (4)
     ranks: list[dict[str, Any]] = field(default_factory=list)  # DDP: one entry per rank
     environment: dict[str, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)  # the comparison may not mean what it says
@@ -111,6 +111,8 @@ def verify(
     seed: int = 0,
     nproc_per_node: int = 1,
     timeout: float = DEFAULT_TIMEOUT_S,
+    allow_no_amp: bool = False,
+    fail_on_findings: bool = False,
     isolate: bool = True,
     progress: bool | None = False,
     announce: Callable[[str], None] | None = None,
@@ -120,13 +122,16 @@ def verify(
     This runs the script's code, each run in its own process; ``timeout`` (seconds, 0 for none)
     bounds each run. ``isolate=False`` runs both in this process instead (see
     :func:`amplint.runtime.launch.run_sides_in_process`). Returns a :class:`VerifyResult`;
-    ``exit_code`` is 0 (trains), 1 (criteria failed), 2 (could not run) or 3 (inconclusive:
-    the reference cannot decide).
+    ``exit_code`` is 0 (trains), 1 (criteria failed), 2 (could not run), 3 (inconclusive:
+    the reference cannot decide, or is itself non-finite or diverging) or 4 (no AMP: no enabled
+    autocast region or GradScaler was seen; ``allow_no_amp=True`` judges such a run anyway).
+    ``fail_on_findings=True`` makes a runtime finding fail the run.
     ``announce`` receives the criteria lines before the first run.
     """
     if (script is None) == (module is None):
         raise ValueError("give exactly one of script or module")
-    crit = Criteria.make(steps, rtol, max_skipped_frac, baseline)
+    crit = Criteria.make(steps, rtol, max_skipped_frac, baseline, allow_no_amp=allow_no_amp,
+                         fail_on_findings=fail_on_findings)
     target = Target(script=script, module=module, args=tuple(args))
     resolved, err = resolve_device(device)
     result = VerifyResult(target.display, crit, resolved, dtype, environment=environment(),

@@ -18,9 +18,10 @@ and the run ends with exit 2.
 
 Arguments after `--` are passed to the script (so are options verify does not know).
 
-Exit 0 trains, 1 a criterion failed, 2 could not run (missing script, the script fails without
-AMP too, timeout...), 3 inconclusive (the FP32 reference does not decrease, or its noise exceeds
-the tolerance)."""
+Exit 0 trains, 1 a criterion failed (or a runtime finding, with --fail-on-findings), 2 could not
+run (missing script, the script fails without AMP too, timeout...), 3 inconclusive (the FP32
+reference is non-finite or diverges, does not decrease, or its noise exceeds the tolerance),
+4 no AMP (no enabled autocast region or GradScaler was seen; --allow-no-amp judges it anyway)."""
 
 EXIT_INTERRUPTED = 130
 _TERMINATING_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
@@ -47,10 +48,13 @@ _TERMINATING_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGH
 @click.option("--plot", "plot_out", type=click.Path(dir_okay=False),
               help="Write loss and scale curves to this file, as its suffix says (png, pdf, svg, jpg... what "
                    "matplotlib writes; no suffix: PNG); refused if it is the script or one of its arguments.")
+@click.option("--allow-no-amp", is_flag=True,
+              help="Judge a run with no enabled autocast region or GradScaler like any other (default: exit 4, NO AMP).")
+@click.option("--fail-on-findings", is_flag=True, help="A runtime finding fails the run (exit 1), whatever the losses say.")
 @click.option("--progress/--no-progress", default=None, help="Progress bar on stderr (default: when stderr is a terminal).")
 @click.argument("script_and_args", nargs=-1, type=click.UNPROCESSED, metavar="SCRIPT [-- SCRIPT_ARGS...]")
 def verify_command(module, steps, device, dtype, baseline, rtol, max_skipped_frac, seed, nproc_per_node, timeout,
-                   json_out, plot_out, progress, script_and_args):
+                   json_out, plot_out, allow_no_amp, fail_on_findings, progress, script_and_args):
     args = list(script_and_args)
     if args and args[0] == "--":
         args = args[1:]
@@ -95,7 +99,7 @@ def verify_command(module, steps, device, dtype, baseline, rtol, max_skipped_fra
         result = verify(
             script, args, module=module, steps=steps, device=device, dtype=dtype, baseline=baseline, rtol=rtol,
             max_skipped_frac=max_skipped_frac, seed=seed, nproc_per_node=nproc_per_node, timeout=timeout,
-            progress=progress, announce=lambda line: click.echo(line),
+            allow_no_amp=allow_no_amp, fail_on_findings=fail_on_findings, progress=progress, announce=lambda line: click.echo(line),
         )
     except (Interrupted, KeyboardInterrupt):
         _fail("interrupted: the runs were stopped", EXIT_INTERRUPTED)

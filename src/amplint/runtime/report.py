@@ -6,20 +6,23 @@ import json
 import math
 from typing import Any
 
-from .criteria import calibration_skips, loss_summary
+from .criteria import calibration_skips, finite_mean, first_nonfinite, loss_summary
 from .findings import format_finding
 
 # the words of the verdict, shared by the text report and the plot's title
-VERDICT_WORDS = {0: "TRAINS", 1: "FAILED", 2: "ERROR", 3: "INCONCLUSIVE"}
+VERDICT_WORDS = {0: "TRAINS", 1: "FAILED", 2: "ERROR", 3: "INCONCLUSIVE", 4: "NO AMP"}
 
 
 def _warmup(n: int) -> int:
     return min(5, n // 4)
 
 
-def run_stats(run: Any) -> dict[str, Any]:
+def run_stats(run: Any, tail: int) -> dict[str, Any]:
+    """What one run measured; ``final_loss`` is the mean of the finite losses among its own last
+    ``tail`` steps (``final_loss_finite`` of them were finite)."""
     steps = run.steps
     n = len(steps)
+    final, final_n = finite_mean([s.loss for s in steps if s.loss is not None][-tail:])
     scales = [s.scale_after if s.scale_after is not None else s.scale_before for s in steps]
     scales = [x for x in scales if x is not None]
     w = _warmup(n)
@@ -31,6 +34,9 @@ def run_stats(run: Any) -> dict[str, Any]:
         "applied": sum(s.applied for s in steps),
         "skipped": sum(not s.applied for s in steps),
         "calibration_skips": calibration_skips(steps),
+        "first_nonfinite_step": first_nonfinite(steps),
+        "final_loss": final,
+        "final_loss_finite": final_n,
         "scale_min": min(scales) if scales else None,
         "scale_max": max(scales) if scales else None,
         "scale_final": scales[-1] if scales else None,
@@ -48,9 +54,9 @@ def run_stats(run: Any) -> dict[str, Any]:
 def summary_stats(result: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if result.amp is not None:
-        out["amp"] = run_stats(result.amp)
+        out["amp"] = run_stats(result.amp, result.criteria.tail)
     if result.reference is not None:
-        out["reference"] = run_stats(result.reference)
+        out["reference"] = run_stats(result.reference, result.criteria.tail)
     if result.amp is not None:
         out["loss"] = loss_summary(
             result.criteria, result.amp.steps, result.reference.steps if result.reference else None
@@ -90,7 +96,8 @@ def format_text(result: Any) -> str:
              f"{ref['steps']} ({ref['applied']}/{ref['skipped']})" if ref else "-"),
             ("loss scale min/max/final", f"{_num(amp['scale_min'])} / {_num(amp['scale_max'])} / {_num(amp['scale_final'])}", "-"),
             ("loss first", _num(loss["amp_first"]), _num(loss["ref_first"])),
-            ("loss final (mean last k)", _num(loss["amp_final"]), _num(loss["ref_final"])),
+            (f"loss final (mean of last {loss['tail']} finite)", _final(amp, loss["tail"]), _final(ref, loss["tail"]) if ref else "-"),
+            ("first non-finite loss", _nonfinite(amp), _nonfinite(ref) if ref else "-"),
             ("steps/s after warm-up", _num(amp["steps_per_s"], ".1f"), _num(ref["steps_per_s"], ".1f") if ref else "-"),
             ("samples/s after warm-up", _num(amp["samples_per_s"], ".0f"), _num(ref["samples_per_s"], ".0f") if ref else "-"),
             (f"peak memory ({amp['peak_memory_kind'] or '?'})", _mem(amp["peak_memory_bytes"]), _mem(ref["peak_memory_bytes"]) if ref else "-"),
@@ -105,7 +112,7 @@ def format_text(result: Any) -> str:
         lines.append("")
         lines.append("criteria:")
         for c in result.checks:
-            mark = "ok" if c.ok else "inconclusive" if c.inconclusive else "FAIL"
+            mark = "ok" if c.ok else "inconclusive" if c.inconclusive else "not measured" if not c.measured else "FAIL"
             lines.append(f"  [{mark}] {c.name}: {c.detail}")
     if run is not None and run.error:
         lines.append("")
@@ -129,27 +136,60 @@ def format_text(result: Any) -> str:
     return "\n".join(lines)
 
 
+def _final(stats: dict[str, Any], tail: int) -> str:
+    value, n = stats["final_loss"], stats["final_loss_finite"]
+    k = min(tail, stats["steps"])
+    if n == 0:
+        return "- (none finite)" if stats["steps"] else "-"
+    return _num(value) + ("" if n == k else f" ({n} of {k} finite)")
+
+
+def _nonfinite(stats: dict[str, Any]) -> str:
+    step = stats["first_nonfinite_step"]
+    return "none" if step is None else f"step {step}"
+
+
 def verdict_word(result: Any) -> str:
     return VERDICT_WORDS[result.exit_code]
 
 
-def verdict_line(result: Any) -> str:
-    word = verdict_word(result)
+def _with_findings(result: Any) -> str:
+    """``, with 1 runtime finding: AMP003 at train.py:107`` (empty without findings)."""
+    from .verdict import findings_text
+
+    findings = result.findings
+    if not findings:
+        return ""
+    plural = "" if len(findings) == 1 else "s"
+    return f", with {len(findings)} runtime finding{plural}: {findings_text(findings)}"
+
+
+def verdict_reason(result: Any) -> str:
+    """The verdict's reason, as the verdict line and the plot's title give it."""
     if result.exit_code == 0:
-        return f"verdict: {word} - {result.target} passed every criterion"
+        return f"{result.target} passed every criterion"
     if result.exit_code == 1:
-        failed = ", ".join(c.name for c in result.checks if not c.ok and not c.inconclusive) or ", ".join(
+        return ", ".join(c.name for c in result.checks if not c.ok and not c.inconclusive and c.measured) or ", ".join(
             f"rank {r['rank']}'s {' and '.join(r['failed_checks'])}" for r in result.ranks if r["failed_checks"]
         )
-        codes = sorted({f.code for f in result.findings})
-        extra = f"; findings {', '.join(codes)}" if codes else ""
-        return f"verdict: {word} - {failed}{extra}"
     if result.exit_code == 3:
+        if result.message:
+            return result.message
         undecided = ", ".join(c.name for c in result.checks if c.inconclusive) or ", ".join(
             f"rank {r['rank']}'s {' and '.join(r['inconclusive_checks'])}" for r in result.ranks if r["inconclusive_checks"]
         )
-        return f"verdict: {word} - the FP32 reference cannot decide {undecided}; run more --steps or raise --rtol"
-    return f"verdict: {word} - could not verify: {result.message}"
+        if result.criteria.baseline != "fp32":
+            return f"the run's own noise cannot decide {undecided}; run more --steps"
+        return f"the FP32 reference cannot decide {undecided}; run more --steps or raise --rtol"
+    if result.exit_code == 4:
+        return result.message
+    return f"could not verify: {result.message}"
+
+
+def verdict_line(result: Any) -> str:
+    word = verdict_word(result)
+    findings = _with_findings(result) if result.exit_code != 2 else ""
+    return f"verdict: {word}{findings} - {verdict_reason(result)}"
 
 
 def write_json(result: Any, path: str) -> None:

@@ -1,18 +1,25 @@
 """From two run outcomes and the criteria to an exit code and, for errors, the one-line reason.
 
-Order of precedence: could not run (2) > a criterion failed (1) > the reference cannot decide
-(3) > trains (0). A script that fails the same way without AMP is an error, not a failed AMP run.
+Order of precedence: could not run (2) > nothing about AMP was compared (4) > a criterion failed
+(1) > the reference cannot decide (3) > trains (0). A script that fails the same way without AMP
+is an error, not a failed AMP run; a reference whose own loss is non-finite or diverges cannot
+fail the AMP run either (inconclusive), though a runtime finding under --fail-on-findings still does.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from .criteria import evaluate
+from .criteria import Check, evaluate, short_path
 
-EXIT_OK, EXIT_FAILED, EXIT_ERROR, EXIT_INCONCLUSIVE = 0, 1, 2, 3
-VERDICTS = {EXIT_OK: "trains", EXIT_FAILED: "failed", EXIT_ERROR: "error", EXIT_INCONCLUSIVE: "inconclusive"}
-_PRECEDENCE = (EXIT_OK, EXIT_INCONCLUSIVE, EXIT_FAILED, EXIT_ERROR)
+EXIT_OK, EXIT_FAILED, EXIT_ERROR, EXIT_INCONCLUSIVE, EXIT_NO_AMP = 0, 1, 2, 3, 4
+VERDICTS = {EXIT_OK: "trains", EXIT_FAILED: "failed", EXIT_ERROR: "error", EXIT_INCONCLUSIVE: "inconclusive",
+            EXIT_NO_AMP: "no amp"}
+_PRECEDENCE = (EXIT_OK, EXIT_INCONCLUSIVE, EXIT_FAILED, EXIT_NO_AMP, EXIT_ERROR)
+FINDINGS_CHECK = "runtime findings"
+REFERENCE_CHECK = "FP32 reference usable"
+NO_AMP_REASON = ("no enabled autocast region or GradScaler was seen, so nothing about AMP was compared; "
+                 "pass --allow-no-amp to judge the run anyway")
 
 
 def worst(codes: list[int]) -> int:
@@ -35,7 +42,10 @@ def decide(result: Any, amp: Any, ref: Any) -> tuple[int, str]:
         stopped = _stopped_by_verify_or_user(ref, "the FP32 reference run")
         if stopped:
             return EXIT_ERROR, stopped
-    result.checks = evaluate(result.criteria, amp, ref)
+    crit = result.criteria
+    result.checks = evaluate(crit, amp, ref)
+    if crit.fail_on_findings:
+        result.checks.append(findings_check(amp.findings))
     ref_broken = ref is not None and ref.status == "error"
     if ref_broken and amp.status == "error" and amp.error == ref.error:
         return EXIT_ERROR, f"{_failure(ref)}, with and without AMP"
@@ -44,12 +54,32 @@ def decide(result: Any, amp: Any, ref: Any) -> tuple[int, str]:
         return EXIT_ERROR, f"the FP32 reference run failed: {_failure(ref)}"
     if amp.status == "error" and ref is None and not amp.findings:
         return EXIT_ERROR, _failure(amp)
+    if not getattr(amp, "amp_seen", True) and not crit.allow_no_amp:
+        return EXIT_NO_AMP, NO_AMP_REASON
+    unusable = next((c for c in result.checks if c.name == REFERENCE_CHECK and not c.ok), None)
+    if unusable is not None:
+        # an FP32 run that is wrong is no reference: nothing here can fail the AMP run but a finding
+        if any(c.name == FINDINGS_CHECK and not c.ok for c in result.checks):
+            return EXIT_FAILED, ""
+        return EXIT_INCONCLUSIVE, unusable.detail
     failed = [c for c in result.checks if not c.ok]
     if any(not c.inconclusive for c in failed):
         return EXIT_FAILED, ""
     if failed:
         return EXIT_INCONCLUSIVE, ""
     return EXIT_OK, ""
+
+
+def findings_check(findings: list[Any]) -> Check:
+    """``--fail-on-findings``: a runtime finding fails the run."""
+    if not findings:
+        return Check(FINDINGS_CHECK, True, "none")
+    return Check(FINDINGS_CHECK, False, findings_text(findings))
+
+
+def findings_text(findings: list[Any]) -> str:
+    """``AMP003 at train.py:107, AMP002 at train.py:90``."""
+    return ", ".join(f"{f.code} at {short_path(f.filename)}:{f.location.row}" for f in findings)
 
 
 def _stopped_by_verify_or_user(run: Any, which: str) -> str:
@@ -69,7 +99,11 @@ def _failure(run: Any) -> str:
 
 
 def _where(run: Any) -> str:
-    return f" ({run.traceback[-1].split(' in ')[0]})" if run.traceback else ""
+    if not run.traceback:
+        return ""
+    head = run.traceback[-1].split(" in ")[0]
+    path, _, line = head.rpartition(":")
+    return f" ({short_path(path)}:{line})"
 
 
 def judge(result: Any, amp: Any, ref: Any) -> Any:
