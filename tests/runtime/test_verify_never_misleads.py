@@ -180,3 +180,45 @@ def runs(losses):
              for i, v in enumerate(losses)]
     return SimpleNamespace(status="stopped", steps=steps, error=None, needs_gpu=False, timed_out=False,
                            interrupted=False, findings=[], amp_seen=True, traceback=[])
+
+
+# -- 6. the plot -------------------------------------------------------------------------------
+
+
+def _lines(ax):
+    return {line.get_label(): line for line in ax.get_lines()}
+
+
+def test_the_plot_shows_both_runs_distinctly_with_the_reference_on_top(tmp_path):
+    from amplint.runtime.plot import build_figure, write_plot
+
+    result = run_verify(ROOT / "fixtures" / "training" / "correct.py")
+    assert result.exit_code == 0
+    fig = build_figure(result)
+    amp, ref = _lines(fig.axes[0])["AMP"], _lines(fig.axes[0])["FP32 reference"]
+    assert (amp.get_linestyle(), ref.get_linestyle()) == ("-", "--")
+    assert ref.get_marker() == "o" and ref.get_markerfacecolor() == "none"
+    assert ref.get_zorder() > amp.get_zorder() and ref.get_color() != amp.get_color()
+    assert len(ref.get_xdata()) == len(result.reference.steps)
+    assert fig.axes[0].get_title(loc="left").splitlines() == [
+        f"amplint verify {result.target}: TRAINS", f"{result.target} passed every criterion"]
+    write_plot(result, str(tmp_path / "p.png"))
+    assert (tmp_path / "p.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_the_plot_marks_where_the_reference_broke_and_says_why_in_its_title():
+    from amplint.runtime.plot import build_figure
+
+    result = run_verify(RUNTIME / "verify_diverging_lr.py", args=ARGS, steps=STEPS)
+    bad_ref = next(s.index for s in result.reference.steps if s.nonfinite_loss)
+    bad_amp = next(s.index for s in result.amp.steps if s.nonfinite_loss)
+    fig = build_figure(result)
+    lines = _lines(fig.axes[0])
+    marker = lines[f"FP32 reference: loss non-finite from step {bad_ref}"]
+    assert list(marker.get_xdata()) == [bad_ref, bad_ref]
+    assert f"AMP: loss non-finite from step {bad_amp}" in lines
+    # only finite points are drawn, on a log scale that keeps the first steps visible
+    assert len(lines["FP32 reference"].get_xdata()) == bad_ref and fig.axes[0].get_yscale() == "log"
+    title = fig.axes[0].get_title(loc="left")
+    assert title.startswith(f"amplint verify {result.target}: INCONCLUSIVE\n")
+    assert f"not finite from step {bad_ref}" in title.replace("\n", " ")

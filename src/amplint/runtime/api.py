@@ -30,6 +30,7 @@ class VerifyResult:
     warnings: list[str] = field(default_factory=list)  # the comparison may not mean what it says
     notes: list[str] = field(default_factory=list)  # what verify did that the user should know
     nproc_per_node: int = 1
+    evaluation: dict[str, Any] | None = None  # --eval: the comparison of the two runs' outputs
 
     @property
     def ok(self) -> bool:
@@ -59,6 +60,7 @@ class VerifyResult:
                 "amp": self.amp.to_dict() if self.amp else None,
                 "reference": self.reference.to_dict() if self.reference else None,
             },
+            "evaluation": self.evaluation,
             "ranks": self.ranks,
             "warnings": self.warnings,
             "notes": self.notes,
@@ -113,6 +115,11 @@ def verify(
     timeout: float = DEFAULT_TIMEOUT_S,
     allow_no_amp: bool = False,
     fail_on_findings: bool = False,
+    evaluate: str | None = None,
+    eval_atol: float = 1e-3,
+    eval_rtol: float = 1e-2,
+    eval_threshold: float | None = None,
+    eval_max_changed_frac: float = 0.0,
     isolate: bool = True,
     progress: bool | None = False,
     announce: Callable[[str], None] | None = None,
@@ -125,13 +132,19 @@ def verify(
     ``exit_code`` is 0 (trains), 1 (criteria failed), 2 (could not run), 3 (inconclusive:
     the reference cannot decide, or is itself non-finite or diverging) or 4 (no AMP: no enabled
     autocast region or GradScaler was seen; ``allow_no_amp=True`` judges such a run anyway).
-    ``fail_on_findings=True`` makes a runtime finding fail the run.
+    ``fail_on_findings=True`` makes a runtime finding fail the run. ``evaluate="module:function"``
+    (or ``"path.py:function"``) is called on each run's trained model after its last step and
+    must return the outputs for a fixed batch; they are compared with ``eval_atol``/``eval_rtol``,
+    then the decisions made from them (argmax, or ``score > eval_threshold``), of which at most
+    ``eval_max_changed_frac`` may change.
     ``announce`` receives the criteria lines before the first run.
     """
     if (script is None) == (module is None):
         raise ValueError("give exactly one of script or module")
     crit = Criteria.make(steps, rtol, max_skipped_frac, baseline, allow_no_amp=allow_no_amp,
-                         fail_on_findings=fail_on_findings)
+                         fail_on_findings=fail_on_findings, eval_spec=evaluate, eval_atol=eval_atol,
+                         eval_rtol=eval_rtol, eval_threshold=eval_threshold,
+                         eval_max_changed_frac=eval_max_changed_frac)
     target = Target(script=script, module=module, args=tuple(args))
     resolved, err = resolve_device(device)
     result = VerifyResult(target.display, crit, resolved, dtype, environment=environment(),
@@ -153,6 +166,11 @@ def verify(
 
         if not os.path.isfile(script):
             result.message = f"no such script: {script}"
+            return result
+    if evaluate is not None:
+        problem = _eval_problem(evaluate, eval_atol, eval_rtol, eval_max_changed_frac)
+        if problem:
+            result.message = problem
             return result
     if announce:
         announce(f"amplint verify {target.display}: {steps} steps on {resolved}, dtype {dtype}, baseline {baseline}")
@@ -176,7 +194,26 @@ def verify(
         sides.append(("fp32", PrecisionPlan(remap, remap, None, True)))
     show = sys.stderr.isatty() if progress is None else progress
     if isolate:
-        outcomes = run_sides(target, sides, device=resolved, steps=steps, seed=seed, timeout=timeout, progress=show)
+        outcomes = run_sides(target, sides, device=resolved, steps=steps, seed=seed, timeout=timeout, progress=show,
+                             evaluate=evaluate)
     else:
-        outcomes = run_sides_in_process(target, sides, device=resolved, steps=steps, seed=seed, progress=show)
+        outcomes = run_sides_in_process(target, sides, device=resolved, steps=steps, seed=seed, progress=show,
+                                        evaluate=evaluate)
     return judge(result, outcomes.get("amp"), outcomes.get("fp32"))
+
+
+def _eval_problem(spec: str, atol: float, rtol: float, max_changed: float) -> str:
+    """Why ``--eval`` cannot be used as given, found before the runs ("" when it can)."""
+    import os
+
+    from .evaluation import split_spec
+
+    try:
+        where, _ = split_spec(spec)
+    except ValueError as exc:
+        return str(exc)
+    if where.endswith(".py") and not os.path.isfile(where):
+        return f"--eval {spec}: no such file {where}"
+    if min(atol, rtol) < 0 or not 0 <= max_changed <= 1:
+        return "--eval-atol and --eval-rtol must be >= 0, --eval-max-changed-frac between 0 and 1"
+    return ""

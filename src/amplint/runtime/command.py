@@ -51,10 +51,22 @@ _TERMINATING_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGH
 @click.option("--allow-no-amp", is_flag=True,
               help="Judge a run with no enabled autocast region or GradScaler like any other (default: exit 4, NO AMP).")
 @click.option("--fail-on-findings", is_flag=True, help="A runtime finding fails the run (exit 1), whatever the losses say.")
+@click.option("--eval", "eval_spec", metavar="MODULE:FUNCTION",
+              help="Call FUNCTION (module:function or path.py:function) on each run's trained model after its last "
+                   "step; it returns the outputs for a fixed batch, compared AMP vs reference (see docs/verify.md).")
+@click.option("--eval-atol", type=click.FloatRange(min=0), default=1e-3, show_default=True,
+              help="Absolute tolerance on the --eval outputs: |amp - ref| <= atol + rtol x |ref|.")
+@click.option("--eval-rtol", type=click.FloatRange(min=0), default=1e-2, show_default=True,
+              help="Relative tolerance on the --eval outputs.")
+@click.option("--eval-threshold", type=float, default=None,
+              help="Decisions are score > T (one output per input) instead of the argmax of each row.")
+@click.option("--eval-max-changed-frac", type=click.FloatRange(0, 1), default=0.0, show_default=True,
+              help="Largest fraction of --eval inputs whose decision may change.")
 @click.option("--progress/--no-progress", default=None, help="Progress bar on stderr (default: when stderr is a terminal).")
 @click.argument("script_and_args", nargs=-1, type=click.UNPROCESSED, metavar="SCRIPT [-- SCRIPT_ARGS...]")
 def verify_command(module, steps, device, dtype, baseline, rtol, max_skipped_frac, seed, nproc_per_node, timeout,
-                   json_out, plot_out, allow_no_amp, fail_on_findings, progress, script_and_args):
+                   json_out, plot_out, allow_no_amp, fail_on_findings, eval_spec, eval_atol, eval_rtol, eval_threshold,
+                   eval_max_changed_frac, progress, script_and_args):
     args = list(script_and_args)
     if args and args[0] == "--":
         args = args[1:]
@@ -99,7 +111,9 @@ def verify_command(module, steps, device, dtype, baseline, rtol, max_skipped_fra
         result = verify(
             script, args, module=module, steps=steps, device=device, dtype=dtype, baseline=baseline, rtol=rtol,
             max_skipped_frac=max_skipped_frac, seed=seed, nproc_per_node=nproc_per_node, timeout=timeout,
-            allow_no_amp=allow_no_amp, fail_on_findings=fail_on_findings, progress=progress, announce=lambda line: click.echo(line),
+            allow_no_amp=allow_no_amp, fail_on_findings=fail_on_findings, evaluate=eval_spec, eval_atol=eval_atol,
+            eval_rtol=eval_rtol, eval_threshold=eval_threshold, eval_max_changed_frac=eval_max_changed_frac,
+            progress=progress, announce=lambda line: click.echo(line),
         )
     except (Interrupted, KeyboardInterrupt):
         _fail("interrupted: the runs were stopped", EXIT_INTERRUPTED)

@@ -36,12 +36,20 @@ class Criteria:
     allow_no_amp: bool = False  # a run with no enabled autocast or GradScaler is judged like any other
     fail_on_findings: bool = False  # a runtime finding fails the run
     diverge_factor: float = DIVERGE_FACTOR
+    eval_spec: str | None = None  # --eval module:function (None: no evaluation)
+    eval_atol: float = 1e-3
+    eval_rtol: float = 1e-2
+    eval_threshold: float | None = None  # decisions are score > threshold (else argmax)
+    eval_max_changed_frac: float = 0.0
 
     @classmethod
     def make(cls, steps: int, rtol: float, max_skipped_frac: float, baseline: str, *,
-             allow_no_amp: bool = False, fail_on_findings: bool = False) -> "Criteria":
+             allow_no_amp: bool = False, fail_on_findings: bool = False, eval_spec: str | None = None,
+             eval_atol: float = 1e-3, eval_rtol: float = 1e-2, eval_threshold: float | None = None,
+             eval_max_changed_frac: float = 0.0) -> "Criteria":
         return cls(steps, rtol, max_skipped_frac, max(1, min(10, steps // 5)), 0.5, baseline,
-                   allow_no_amp, fail_on_findings)
+                   allow_no_amp, fail_on_findings, DIVERGE_FACTOR, eval_spec, eval_atol, eval_rtol,
+                   eval_threshold, eval_max_changed_frac)
 
     def describe(self) -> list[str]:
         lines = []
@@ -73,6 +81,13 @@ class Criteria:
             lines.append("an enabled autocast region or GradScaler is seen (otherwise: NO AMP)")
         if self.fail_on_findings:
             lines.append("no runtime finding (--fail-on-findings)")
+        if self.eval_spec:
+            rule = f"score > {self.eval_threshold:g}" if self.eval_threshold is not None else "argmax"
+            lines += [
+                f"evaluation {self.eval_spec} on the trained model: every AMP output finite",
+                f"evaluation outputs within atol {self.eval_atol:g} + rtol {self.eval_rtol:g} x |reference|",
+                f"evaluation decisions ({rule}) changed on at most {self.eval_max_changed_frac:.0%} of the inputs",
+            ]
         return lines
 
     def to_dict(self) -> dict[str, Any]:

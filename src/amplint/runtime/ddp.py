@@ -38,6 +38,7 @@ def run_distributed(
                 "--checkpoints", os.path.join(out, "checkpoints"),
             ]
             cmd += ["--progress"] if (sys.stderr.isatty() if progress is None else progress) else []
+            cmd += ["--eval", result.criteria.eval_spec] if result.criteria.eval_spec else []
             cmd += ["--script", target.script] if target.script else ["--module", target.module or ""]
             cmd += ["--", *target.args]
             returncode = _launch(cmd, timeout)
@@ -124,6 +125,7 @@ def _worker(argv: list[str]) -> int:
     parser.add_argument("--checkpoints")
     parser.add_argument("--script")
     parser.add_argument("--module")
+    parser.add_argument("--eval")
     parser.add_argument("args", nargs=argparse.REMAINDER)
     ns = parser.parse_args(argv)
     args = ns.args[1:] if ns.args[:1] == ["--"] else ns.args
@@ -143,7 +145,7 @@ def _worker(argv: list[str]) -> int:
             Target(script=ns.script, module=ns.module, args=tuple(args)),
             mode=ns.mode, plan=plan, device=ns.device, steps=ns.steps, seed=ns.seed, on_step=bar,
             checkpoint_root=os.path.join(ns.checkpoints, f"rank{rank}") if ns.checkpoints else None,
-            verify_dir=ns.out,
+            verify_dir=ns.out, evaluate=ns.eval,
         )
     finally:
         bar.close()

@@ -68,6 +68,9 @@ class Hooks:
 
     def _autocast_enter(self, original):
         def __enter__(ac):
+            if self.state.paused:
+                self.state.autocast_stack.append(False)
+                return original(ac)
             self.telemetry.event()
             enabled = bool(getattr(ac, "_enabled", False))
             if enabled:

@@ -6,7 +6,7 @@ and ``finding_list()`` are the run's records.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 from amplint.model import Finding
 
@@ -27,9 +27,12 @@ class Instrumentation:
         max_steps: int | None,
         on_step: Callable[[int, dict], None] | None = None,
         redirect: CheckpointRedirect | None = None,
+        evaluator: Any = None,
     ) -> None:
         self.state = AmpState()
-        self.telemetry = Telemetry(max_steps, on_step)
+        self.telemetry = Telemetry(max_steps, on_step, evaluator.at_last_step if evaluator is not None else None)
+        if evaluator is not None:
+            evaluator.bind(self.telemetry, self.state)
         self.redirect = redirect
         self.findings: dict[tuple[str, str, int], Finding] = {}
         self.checks = [check(self.state, self._report) for check in ALL_CHECKS]

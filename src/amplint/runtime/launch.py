@@ -40,17 +40,19 @@ def run_sides(
     seed: int,
     timeout: float,
     progress: bool,
+    evaluate: str | None = None,
 ) -> dict[str, RunOutcome]:
     workdir = tempfile.mkdtemp(prefix="amplint-verify-")
     try:
         return _run_in(workdir, target, sides, device=device, steps=steps, seed=seed, timeout=timeout,
-                       progress=progress)
+                       progress=progress, evaluate=evaluate)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)  # ours alone: made by mkdtemp above
 
 
 def run_sides_in_process(
-    target: Target, sides: list[tuple[str, PrecisionPlan]], *, device: str, steps: int, seed: int, progress: bool
+    target: Target, sides: list[tuple[str, PrecisionPlan]], *, device: str, steps: int, seed: int, progress: bool,
+    evaluate: str | None = None,
 ) -> dict[str, RunOutcome]:
     """Both runs in this process, one after the other: faster, and a debugger can follow the
     script, but module state the first run leaves behind is seen by the second, and there is
@@ -66,7 +68,7 @@ def run_sides_in_process(
             try:
                 outcomes[mode] = run_once(target, mode=mode, plan=plan, device=device, steps=steps, seed=seed,
                                           on_step=bar, checkpoint_root=os.path.join(workdir, mode),
-                                          verify_dir=workdir)
+                                          verify_dir=workdir, evaluate=evaluate)
             finally:
                 bar.close()
             if outcomes[mode].needs_gpu:
@@ -76,7 +78,8 @@ def run_sides_in_process(
     return outcomes
 
 
-def _run_in(workdir: str, target: Target, sides, *, device, steps, seed, timeout, progress) -> dict[str, RunOutcome]:
+def _run_in(workdir: str, target: Target, sides, *, device, steps, seed, timeout, progress,
+            evaluate=None) -> dict[str, RunOutcome]:
     results = os.path.join(workdir, "results")
     os.mkdir(results)
     read_fd, write_fd = os.pipe()
@@ -94,6 +97,7 @@ def _run_in(workdir: str, target: Target, sides, *, device, steps, seed, timeout
         "results": results,
         "checkpoints": os.path.join(workdir, "checkpoints"),
         "progress_fd": write_fd,
+        "eval": evaluate,
     }
     req_path = os.path.join(workdir, "request.json")
     with open(req_path, "w", encoding="utf-8") as fh:

@@ -114,6 +114,12 @@ def format_text(result: Any) -> str:
         for c in result.checks:
             mark = "ok" if c.ok else "inconclusive" if c.inconclusive else "not measured" if not c.measured else "FAIL"
             lines.append(f"  [{mark}] {c.name}: {c.detail}")
+    evaluation = getattr(result, "evaluation", None)
+    if evaluation is not None:
+        from .decisions import format_evaluation
+
+        lines.append("")
+        lines.extend(format_evaluation(evaluation))
     if run is not None and run.error:
         lines.append("")
         lines.append(f"AMP run raised {run.error}")
@@ -153,12 +159,12 @@ def verdict_word(result: Any) -> str:
     return VERDICT_WORDS[result.exit_code]
 
 
-def _with_findings(result: Any) -> str:
+def with_findings(result: Any) -> str:
     """``, with 1 runtime finding: AMP003 at train.py:107`` (empty without findings)."""
     from .verdict import findings_text
 
     findings = result.findings
-    if not findings:
+    if not findings or result.exit_code == 2:
         return ""
     plural = "" if len(findings) == 1 else "s"
     return f", with {len(findings)} runtime finding{plural}: {findings_text(findings)}"
@@ -188,7 +194,7 @@ def verdict_reason(result: Any) -> str:
 
 def verdict_line(result: Any) -> str:
     word = verdict_word(result)
-    findings = _with_findings(result) if result.exit_code != 2 else ""
+    findings = with_findings(result)
     return f"verdict: {word}{findings} - {verdict_reason(result)}"
 
 

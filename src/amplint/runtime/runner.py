@@ -62,6 +62,7 @@ class RunOutcome:
     amp_seen: bool = False  # an enabled autocast region or GradScaler was used
     checkpoints_redirected: int = 0  # files the script wrote into verify's directory instead
     cannot_redirect: bool = False  # the script wrote in a way verify could not redirect (refused)
+    evaluation: dict[str, Any] | None = None  # --eval: the outputs on the trained model, or why none
 
     def to_dict(self) -> dict[str, Any]:
         """The report's form of the run (findings in the report's JSON shape)."""
@@ -117,12 +118,16 @@ def run_once(
     on_step: Callable[[int, dict], None] | None = None,
     checkpoint_root: str | None = None,
     verify_dir: str | None = None,
+    evaluate: str | None = None,
 ) -> RunOutcome:
     import torch
 
+    from .evaluation import Evaluator
+
     seed_everything(seed)
     redirect = CheckpointRedirect(checkpoint_root, verify_dir) if checkpoint_root else None
-    inst = Instrumentation(max_steps=steps, on_step=on_step, redirect=redirect)
+    evaluator = Evaluator(evaluate, target.script, target.module) if evaluate else None
+    inst = Instrumentation(max_steps=steps, on_step=on_step, redirect=redirect, evaluator=evaluator)
     outcome = RunOutcome(mode=mode, status="completed", device=device)
     outcome.device_name = _device_name(torch, device)
     _reset_peak_memory(torch, device)
@@ -139,11 +144,13 @@ def run_once(
             path = os.path.abspath(target.script)
             sys.argv = [target.script, *target.args]
             sys.path.insert(0, os.path.dirname(path))
-            runpy.run_path(path, run_name="__main__")
+            main_globals = runpy.run_path(path, run_name="__main__")
         else:
             sys.argv = [target.module or "", *target.args]
             sys.path.insert(0, os.getcwd())
-            runpy.run_module(target.module or "", run_name="__main__", alter_sys=True)
+            main_globals = runpy.run_module(target.module or "", run_name="__main__", alter_sys=True)
+        if evaluator is not None:  # the script ended before --steps: its model, if still reachable
+            evaluator.at_end(len(inst.telemetry.raw_steps), main_globals)
     except StopRun:
         outcome.status = "stopped"
     except CannotRedirect:
@@ -175,6 +182,9 @@ def run_once(
     outcome.process_group_seen = inst.state.process_group_seen
     outcome.amp_seen = inst.state.amp_used
     outcome.checkpoints_redirected = redirect.count if redirect else 0
+    if evaluator is not None:
+        outcome.evaluation = evaluator.result or {
+            "error": f"not evaluated: the run ended before it ({outcome.error or 'no optimizer step'})", "at_step": None}
     if redirect is not None and redirect.refused:
         _cannot_judge(outcome, *redirect.refused[0])
     outcome.peak_memory_bytes, outcome.peak_memory_kind = _peak_memory(torch, device)

@@ -21,6 +21,7 @@ class AmpState:
     scaled_pending: bool = False  # a scaled backward happened since the last update/step
     in_scaler_step: int | None = None  # id of the optimizer scaler.step is stepping
     process_group_seen: bool = False
+    paused: bool = False  # verify's own --eval call is running: nothing it does is the script's
 
     def autocast_enabled(self) -> bool:
         return any(self.autocast_stack)

@@ -63,9 +63,11 @@ def snap(t: Any) -> Any:
 
 
 class Telemetry:
-    def __init__(self, max_steps: int | None, on_step: Callable[[int, dict], None] | None = None) -> None:
+    def __init__(self, max_steps: int | None, on_step: Callable[[int, dict], None] | None = None,
+                 on_last_step: Callable[[int], None] | None = None) -> None:
         self.max_steps = max_steps
         self.on_step = on_step
+        self.on_last_step = on_last_step  # called once the budget is spent, before the run is stopped
         self.raw_steps: list[dict] = []
         self.cur: dict = self._fresh()
         self.primary: int | None = None
@@ -144,6 +146,8 @@ class Telemetry:
         if self.on_step is not None:
             self.on_step(len(self.raw_steps), rec)
         if self.max_steps is not None and len(self.raw_steps) >= self.max_steps:
+            if self.on_last_step is not None and not self._stop_pending:
+                self.on_last_step(len(self.raw_steps))
             self._stop_pending = True
 
     def stop_if_done(self) -> None:

@@ -46,6 +46,15 @@ def decide(result: Any, amp: Any, ref: Any) -> tuple[int, str]:
     result.checks = evaluate(crit, amp, ref)
     if crit.fail_on_findings:
         result.checks.append(findings_check(amp.findings))
+    if crit.eval_spec:
+        from .decisions import compare
+
+        a_eval, r_eval = amp.evaluation, ref.evaluation if ref is not None else None
+        result.evaluation, eval_checks = compare(crit, a_eval, r_eval)
+        result.checks += eval_checks
+        same = (a_eval or {}).get("error")
+        if same and ref is not None and same == (r_eval or {}).get("error") and amp.status != "error":
+            return EXIT_ERROR, f"{same}, in both runs"
     ref_broken = ref is not None and ref.status == "error"
     if ref_broken and amp.status == "error" and amp.error == ref.error:
         return EXIT_ERROR, f"{_failure(ref)}, with and without AMP"

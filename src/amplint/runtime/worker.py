@@ -133,7 +133,7 @@ def _child(req: dict[str, Any], side: dict[str, Any], write_fd: int) -> None:
             Target(script=t["script"], module=t["module"], args=tuple(t["args"])),
             mode=mode, plan=PrecisionPlan(**side["plan"]), device=req["device"], steps=req["steps"],
             seed=req["seed"], on_step=on_step, checkpoint_root=os.path.join(req["checkpoints"], mode),
-            verify_dir=os.path.dirname(req["results"]),
+            verify_dir=os.path.dirname(req["results"]), evaluate=req.get("eval"),
         )
         write_guard.keep_refusing()  # this process only reports now, then exits
         write_outcome(req["results"], outcome)
