@@ -176,7 +176,8 @@ def test_without_a_baseline_a_clear_rise_fails_and_a_clear_decrease_passes():
 def runs(losses):
     from amplint.runtime.telemetry import StepRecord
 
-    steps = [StepRecord(i, 0.01, v, None, None, True, v != v or v in (float("inf"), float("-inf")), False, None, 8)
+    steps = [StepRecord(i, 0.01, v, None, None, True, v is not None and (v != v or abs(v) == float("inf")), False,
+                        None, 8)
              for i, v in enumerate(losses)]
     return SimpleNamespace(status="stopped", steps=steps, error=None, needs_gpu=False, timed_out=False,
                            interrupted=False, findings=[], amp_seen=True, traceback=[])
@@ -222,3 +223,28 @@ def test_the_plot_marks_where_the_reference_broke_and_says_why_in_its_title():
     title = fig.axes[0].get_title(loc="left")
     assert title.startswith(f"amplint verify {result.target}: INCONCLUSIVE\n")
     assert f"not finite from step {bad_ref}" in title.replace("\n", " ")
+
+
+def test_a_criterion_not_measured_makes_the_verdict_inconclusive_not_failed():
+    from amplint.runtime.criteria import Criteria
+    from amplint.runtime.verdict import decide
+
+    crit = Criteria.make(10, 0.1, 0.1, "none")
+    no_loss = runs([None] * 10)  # steps, but no loss the hooks could see
+    result = SimpleNamespace(criteria=crit, checks=[], message="")
+    code, reason = decide(result, no_loss, None)
+    assert code == 3 and reason.startswith("finite loss not measured: no loss was seen in 10 step(s)")
+
+
+def test_a_finding_still_fails_a_run_whose_reference_is_broken_and_the_reason_says_only_that():
+    from amplint.model import Finding, Location, Severity
+    from amplint.runtime.criteria import Criteria
+    from amplint.runtime.verdict import decide
+
+    crit = Criteria.make(10, 0.1, 0.1, "fp32", fail_on_findings=True)
+    amp = runs([1.0] * 10)
+    amp.findings = [Finding("AMP003", "m", "train.py", Location(7, 1), Location(7, 1), Severity.ERROR)]
+    result = SimpleNamespace(criteria=crit, checks=[], message="")
+    code, reason = decide(result, amp, runs([1.0, float("nan")] + [1.0] * 8))
+    assert code == 1
+    assert reason == "runtime findings (and the FP32 reference itself is not finite from step 1)"

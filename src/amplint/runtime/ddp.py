@@ -90,8 +90,10 @@ def run_distributed(
     if merged.amp is not None:
         merged.amp.findings = sort_findings(list(findings.values()))
     merged.exit_code = worst([r.exit_code for r in rank_results])
+    # the reason is that of a rank with the winning verdict, not rank 0's own (it may have another)
+    merged.message = next((r.message for r in rank_results if r.exit_code == merged.exit_code and r.message), "")
     if merged.exit_code == EXIT_ERROR and not merged.message:
-        merged.message = next((r.message for r in rank_results if r.message), "a rank could not run")
+        merged.message = "a rank could not run"
     merged.ranks = ranks
     return merged
 

@@ -163,7 +163,7 @@ def with_findings(result: Any) -> str:
     """``, with 1 runtime finding: AMP003 at train.py:107`` (empty without findings)."""
     from .verdict import findings_text
 
-    findings = result.findings
+    findings = getattr(result, "findings", None) or []  # a bare result (tests, plots of loaded JSON) has none
     if not findings or result.exit_code == 2:
         return ""
     plural = "" if len(findings) == 1 else "s"
@@ -175,6 +175,8 @@ def verdict_reason(result: Any) -> str:
     if result.exit_code == 0:
         return f"{result.target} passed every criterion"
     if result.exit_code == 1:
+        if result.message:
+            return result.message
         return ", ".join(c.name for c in result.checks if not c.ok and not c.inconclusive and c.measured) or ", ".join(
             f"rank {r['rank']}'s {' and '.join(r['failed_checks'])}" for r in result.ranks if r["failed_checks"]
         )

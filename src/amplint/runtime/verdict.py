@@ -69,11 +69,14 @@ def decide(result: Any, amp: Any, ref: Any) -> tuple[int, str]:
     if unusable is not None:
         # an FP32 run that is wrong is no reference: nothing here can fail the AMP run but a finding
         if any(c.name == FINDINGS_CHECK and not c.ok for c in result.checks):
-            return EXIT_FAILED, ""
+            return EXIT_FAILED, f"{FINDINGS_CHECK} (and {unusable.detail.split(':')[0]})"
         return EXIT_INCONCLUSIVE, unusable.detail
     failed = [c for c in result.checks if not c.ok]
-    if any(not c.inconclusive for c in failed):
+    if any(not c.inconclusive and c.measured for c in failed):
         return EXIT_FAILED, ""
+    unmeasured = [c for c in failed if not c.measured]
+    if unmeasured and not any(c.inconclusive for c in failed):
+        return EXIT_INCONCLUSIVE, "; ".join(f"{c.name} not measured: {c.detail}" for c in unmeasured)
     if failed:
         return EXIT_INCONCLUSIVE, ""
     return EXIT_OK, ""
