@@ -160,3 +160,12 @@ def test_a_non_finite_reference_output_is_no_reference():
     crit = Criteria.make(10, 0.1, 0.1, "fp32", eval_spec="m:f")
     _, checks = compare(crit, _side([[1.0, 2.0]]), _side([[float("nan"), 2.0]]))
     assert all(c.inconclusive for c in checks if c.name != "eval outputs finite")
+
+
+def test_the_evaluation_panel_legend_tells_changed_inputs_apart():
+    from amplint.runtime.plot import build_figure
+
+    fig = build_figure(classify(BOUNDARY))
+    legend = fig.axes[2].get_legend()
+    colors = {t.get_text(): h.get_facecolor() for t, h in zip(legend.get_texts(), legend.legend_handles)}
+    assert colors["largest output difference"] != colors["decision changed (reference -> AMP)"]

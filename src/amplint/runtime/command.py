@@ -46,7 +46,7 @@ _TERMINATING_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGH
 @click.option("--json", "json_out", type=click.Path(dir_okay=False),
               help="Write the report as JSON to this file (refused if it is the script or one of its arguments).")
 @click.option("--plot", "plot_out", type=click.Path(dir_okay=False),
-              help="Write loss and scale curves to this file, as its suffix says (png, pdf, svg, jpg... what "
+              help="Write loss and scale curves, the verdict and its reason (and the --eval panel) to this file, as its suffix says (png, pdf, svg, jpg... what "
                    "matplotlib writes; no suffix: PNG); refused if it is the script or one of its arguments.")
 @click.option("--allow-no-amp", is_flag=True,
               help="Judge a run with no enabled autocast region or GradScaler like any other (default: exit 4, NO AMP).")

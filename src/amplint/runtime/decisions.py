@@ -182,7 +182,7 @@ def draw_evaluation(ax: Any, doc: dict[str, Any]) -> None:
         return
     xs = list(range(len(per_input)))
     shown = [v if math.isfinite(v) else float("nan") for v in per_input]
-    ax.bar(xs, shown, color="tab:blue", label="largest output difference")
+    ax.bar(xs, shown, color="tab:blue")
     changed = doc.get("changed") or []
     for c in changed:
         ax.bar([c["input"]], [shown[c["input"]] or 0.0], color="tab:red")
@@ -191,7 +191,11 @@ def draw_evaluation(ax: Any, doc: dict[str, Any]) -> None:
     title = (f"evaluation: largest difference {doc['max_abs_diff']:.3g} abs / {doc['max_rel_diff']:.3g} rel; "
              f"decisions ({doc['decision'] or 'none'}) changed: {len(changed)} of {doc['inputs']}")
     ax.set_title(title, fontsize=9, loc="left")
+    from matplotlib.patches import Patch
+
+    handles = [Patch(color="tab:blue", label="largest output difference")]
     if changed:
-        ax.bar([], [], color="tab:red", label="decision changed (reference -> AMP)")
-    ax.legend(fontsize=8)
+        handles.append(Patch(color="tab:red", label="decision changed (reference -> AMP)"))
+    ax.legend(handles=handles, fontsize=8)
+    ax.margins(y=0.15)  # room for the labels above the bars
     ax.grid(alpha=0.3)
