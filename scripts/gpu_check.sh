@@ -73,6 +73,8 @@ cases += [
 RT = "fixtures/runtime"
 cases += [
     ("verify_diverging_lr", f"{RT}/verify_diverging_lr.py", {}, lambda r, d: r.exit_code == 3 and "FP32 reference itself" in r.message),
+    ("verify_reference_raises", f"{RT}/verify_reference_raises.py", {},
+     lambda r, d: r.exit_code == 3 and r.message.startswith("the FP32 reference itself failed")),
     ("verify_no_amp", f"{RT}/verify_no_amp.py", {}, lambda r, d: r.exit_code == 4),
     ("verify_half_model", f"{RT}/verify_half_model.py", {},
      lambda r, d: r.exit_code == 1 and "AMP005" in {f.code for f in r.findings} and any(not c.measured for c in r.checks)),

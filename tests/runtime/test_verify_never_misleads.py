@@ -248,3 +248,17 @@ def test_a_finding_still_fails_a_run_whose_reference_is_broken_and_the_reason_sa
     code, reason = decide(result, amp, runs([1.0, float("nan")] + [1.0] * 8))
     assert code == 1
     assert reason == "runtime findings (and the FP32 reference itself is not finite from step 1)"
+
+
+def test_a_reference_that_raises_is_inconclusive_and_names_the_failure_and_its_line():
+    from amplint.runtime.report import format_text
+
+    script = RUNTIME / "verify_reference_raises.py"
+    result = run_verify(script, args=ARGS, steps=STEPS)
+    assert result.amp.status != "error" and result.reference.status == "error"
+    assert result.exit_code == 3, format_text(result)
+    line = line_of(script, "scaler._scale.item()")
+    assert result.message.startswith(f"the FP32 reference itself failed after {len(result.reference.steps)} step")
+    assert "AttributeError" in result.message and f"verify_reference_raises.py:{line}" in result.message
+    assert result.message.endswith("fix the script before comparing precisions")
+    assert "verdict: INCONCLUSIVE - the FP32 reference itself failed" in format_text(result)

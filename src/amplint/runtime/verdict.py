@@ -2,8 +2,8 @@
 
 Order of precedence: could not run (2) > nothing about AMP was compared (4) > a criterion failed
 (1) > the reference cannot decide (3) > trains (0). A script that fails the same way without AMP
-is an error, not a failed AMP run; a reference whose own loss is non-finite or diverges cannot
-fail the AMP run either (inconclusive), though a runtime finding under --fail-on-findings still does.
+is an error, not a failed AMP run; a reference that raises, or whose own loss is non-finite or
+diverges, cannot fail the AMP run either (inconclusive), though a runtime finding under --fail-on-findings still does.
 """
 
 from __future__ import annotations
@@ -59,8 +59,11 @@ def decide(result: Any, amp: Any, ref: Any) -> tuple[int, str]:
     if ref_broken and amp.status == "error" and amp.error == ref.error:
         return EXIT_ERROR, f"{_failure(ref)}, with and without AMP"
     if ref_broken:
-        # the script fails without AMP: not something AMP verification can judge
-        return EXIT_ERROR, f"the FP32 reference run failed: {_failure(ref)}"
+        # An FP32 run that breaks is no reference: it cannot fail the AMP run, nor let it pass.
+        return EXIT_INCONCLUSIVE, (
+            f"the FP32 reference itself failed after {_steps(len(ref.steps))}: {_failure(ref)}: "
+            "fix the script before comparing precisions"
+        )
     if amp.status == "error" and ref is None and not amp.findings:
         return EXIT_ERROR, _failure(amp)
     if not getattr(amp, "amp_seen", True) and not crit.allow_no_amp:
@@ -102,6 +105,10 @@ def _stopped_by_verify_or_user(run: Any, which: str) -> str:
     if run.interrupted:
         return f"{run.error}{_where(run)}; verify judges only runs the script does not interrupt itself"
     return ""
+
+
+def _steps(count: int) -> str:
+    return f"{count} step" if count == 1 else f"{count} steps"
 
 
 def _failure(run: Any) -> str:
