@@ -1,0 +1,397 @@
+from __future__ import annotations
+
+from textwrap import dedent
+from typing import Iterator
+
+import libcst as cst
+
+from amplint.amp.events import Event, EventKind
+from amplint.amp.frameworks import AcceleratorBuild
+from amplint.fix import NoFix
+from amplint.model import FixSafety, Severity
+from amplint.rules.base import Rule, Violation
+from amplint.semantic.records import Assignment, Context, Scope
+import amplint.semantic.syntax as S
+
+_SCALES = (EventKind.SCALE, EventKind.SCALE_BACKWARD)
+# ``accelerator.prepare(model, optimizer, ...)`` returns the prepared objects in order
+# (accelerate 1.16.0 accelerator.py:1375); the single-object spellings wrap one each.
+_PREPARING = ("prepare", "prepare_model", "prepare_optimizer")
+_DEEPSPEED_INITIALIZE = frozenset({"deepspeed.initialize"})
+# ``deepspeed.initialize(..., config=None, ..., config_params=None)``: the two keywords that
+# carry the config (deepspeed/__init__.py, ``initialize``).
+_DEEPSPEED_CONFIG_KEYWORDS = ("config", "config_params")
+_LIGHTNING_MODULES = frozenset({
+    "lightning.LightningModule", "lightning.pytorch.LightningModule", "lightning.pytorch.core.LightningModule",
+    "lightning.pytorch.core.module.LightningModule", "pytorch_lightning.LightningModule",
+    "pytorch_lightning.core.LightningModule", "pytorch_lightning.core.module.LightningModule",
+})
+
+
+class GradScalerOnFrameworkScaling(Rule):
+    """
+    ## What it does
+    Finds a manual loss scaling, `scaler.scale(loss)`, or an enabled `torch.autocast`, layered on
+    a framework that already runs mixed precision for the same model in the same file:
+
+    - an `accelerate.Accelerator(mixed_precision="fp16")` or `"bf16"` (a literal) whose prepared
+      optimizer the manual scaler steps (`scaler.step(optimizer)`), or whose prepared model
+      runs under the autocast, in the same function (or in methods of one class);
+    - a DeepSpeed engine from `deepspeed.initialize(..., config=...)` whose config, a dict
+      literal in the file, enables `"fp16"` or `"bf16"`, beside a `scaler.scale(...)` in the same
+      function or class;
+    - a `scaler.scale(...)` in the `training_step` of a `LightningModule` that keeps automatic
+      optimization on (no `self.automatic_optimization = False`).
+
+    The rule is silent when the Accelerator's `mixed_precision` is `"no"`, is not a literal, or
+    comes from the launcher; when it runs with `cpu=True` or a DeepSpeed or Megatron-LM plugin;
+    when a DeepSpeed config is not a literal in the file; and for a scaler built with
+    `enabled=False`.
+
+    ## Why is this bad?
+    Each framework does the mixed precision itself. Accelerate with `"fp16"` builds its own
+    GradScaler (accelerate 1.16.0 `accelerator.py:536-555`), and with `"fp16"` or `"bf16"`
+    wraps the prepared model's `forward` in `torch.autocast` (`accelerator.py:1792-1801`,
+    `utils/modeling.py:2066-2067`). A manual `scaler.step(optimizer)` calls the prepared
+    optimizer's `step()`, which runs Accelerate's scaler (`optimizer.py:169-173`); that scaler has
+    scaled nothing, so on a GPU the first step raises `AssertionError: Attempted step but _scale
+    is None`. With `"bf16"` there is nothing to scale at all. A manual autocast around the
+    prepared model repeats Accelerate's (the model's own autocast wins inside `forward`, and
+    outside it the manual one may run the loss in another dtype with no scaler).
+
+    A DeepSpeed engine with `"fp16"` or `"bf16"` enabled casts the model's parameters to that
+    dtype (deepspeed 0.19.8 `runtime/engine.py:2080-2088`) and, for fp16, scales the loss in
+    `engine.backward` with its own loss scaler (`runtime/engine.py:3413-3420`,
+    `runtime/base_optimizer.py:413-424`), skipping overflowing steps itself. A second scale
+    multiplies the loss again out of DeepSpeed's sight: the gradients DeepSpeed unscales by its
+    own scale still carry the manual one, and its overflow checks see gradients that scale has
+    pushed toward the fp16 limit. A `LightningModule` under automatic optimization hands the
+    returned loss to Lightning, which runs the backward (`loops/optimization/automatic.py:240-241`)
+    through its precision plugin, which with `"16-mixed"` builds its own GradScaler
+    (`plugins/precision/amp.py:54`): a manual `scaler.scale(loss).backward()` in `training_step`
+    backpropagates twice.
+
+    ## Example
+    ```python
+    import torch
+    from accelerate import Accelerator
+
+    accelerator = Accelerator(mixed_precision="fp16")
+    model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+    scaler = torch.amp.GradScaler("cuda")
+    for batch in loader:
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = model(**batch).loss
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+        optimizer.zero_grad()
+    ```
+
+    ## Use instead
+    ```python
+    from accelerate import Accelerator
+
+    accelerator = Accelerator(mixed_precision="fp16")
+    model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+    for batch in loader:
+        loss = model(**batch).loss
+        accelerator.backward(loss)
+        optimizer.step()
+        optimizer.zero_grad()
+    ```
+
+    ## Fix safety
+    There is no fix: removing the scaler changes the backward, step and update calls together
+    (and the checkpointed scaler state), which is the script's author's call.
+
+    ## References
+    - [Accelerate: mixed precision](https://huggingface.co/docs/accelerate/concept_guides/low_precision_training)
+    - accelerate 1.16.0 `src/accelerate/accelerator.py`: the GradScaler built for fp16 536-555, the
+      forward wrapped in autocast 1792-1801; `src/accelerate/optimizer.py:169-173`
+      (`scaler.step` + `scaler.update` in the prepared optimizer's `step`)
+    - [DeepSpeed: FP16 training options](https://www.deepspeed.ai/docs/config-json/#fp16-training-options)
+    - deepspeed 0.19.8 `deepspeed/__init__.py:433-446` (`initialize(..., config=..., config_params=...)`),
+      `deepspeed/runtime/engine.py:2080-2088` (the cast), 3413-3420 (the scaled backward)
+    - lightning 2.6.6 `src/lightning/pytorch/plugins/precision/amp.py:54` (the plugin's
+      GradScaler), `loops/optimization/automatic.py:240-241` (Lightning's backward)
+    """
+
+    code = "AMP024"
+    name = "grad-scaler-on-framework-scaling"
+    summary = "a manual `GradScaler`/`scaler.scale` or `torch.autocast` on top of a framework that already does mixed precision"
+    severity = Severity.ERROR
+    fix_safety = FixSafety.NONE
+    triggers = ("Accelerator", "deepspeed", "LightningModule")
+    # Every finding is a ``.scale(`` call or an autocast.
+    requires_match = r"\.scale\(|autocast"
+    focus_tokens = ("prepare", "scale(", "autocast", "initialize", "training_step")
+
+    valid = (
+        dedent("""\
+        import torch
+        from accelerate import Accelerator
+        accelerator = Accelerator(mixed_precision="no")
+        model, optimizer = accelerator.prepare(model, optimizer)
+        scaler = torch.amp.GradScaler("cuda")
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+        """),
+        # The launcher decides the precision: unknown here.
+        dedent("""\
+        import torch
+        from accelerate import Accelerator
+        accelerator = Accelerator()
+        model, optimizer = accelerator.prepare(model, optimizer)
+        scaler = torch.amp.GradScaler("cuda")
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        """),
+        # Manual optimization: the module runs its own backward.
+        dedent("""\
+        import torch
+        import lightning as L
+
+        class Model(L.LightningModule):
+            def __init__(self):
+                super().__init__()
+                self.automatic_optimization = False
+                self.scaler = torch.amp.GradScaler("cuda")
+
+            def training_step(self, batch, batch_idx):
+                loss = self.net(batch)
+                self.scaler.scale(loss).backward()
+        """),
+    )
+    invalid = (
+        dedent("""\
+        import torch
+        from accelerate import Accelerator
+        accelerator = Accelerator(mixed_precision="fp16")
+        model, optimizer = accelerator.prepare(model, optimizer)
+        scaler = torch.amp.GradScaler("cuda")
+        for batch in loader:
+            scaler.scale(model(batch)).backward()
+            scaler.step(optimizer)
+            scaler.update()
+        """),
+        dedent("""\
+        import torch
+        from accelerate import Accelerator
+        accelerator = Accelerator(mixed_precision="bf16")
+        model, optimizer = accelerator.prepare(model, optimizer)
+        for batch in loader:
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                loss = model(batch)
+            accelerator.backward(loss)
+        """),
+        dedent("""\
+        import torch
+        import deepspeed
+        ds_config = {"train_batch_size": 8, "fp16": {"enabled": True}}
+        engine, optimizer, _, _ = deepspeed.initialize(model=model, config=ds_config)
+        scaler = torch.amp.GradScaler("cuda")
+        engine.backward(scaler.scale(loss))
+        """),
+        dedent("""\
+        import torch
+        import lightning as L
+
+        class Model(L.LightningModule):
+            def __init__(self):
+                super().__init__()
+                self.scaler = torch.amp.GradScaler("cuda")
+
+            def training_step(self, batch, batch_idx):
+                loss = self.net(batch)
+                self.scaler.scale(loss).backward()
+                return loss
+        """),
+    )
+
+    def check(self) -> Iterator[Violation]:
+        seen: set[int] = set()
+        for node, message in (*self._accelerate(), *self._deepspeed(), *self._lightning()):
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            yield self.violation(node, message, fix=NoFix("remove the manual scaler or autocast and let the framework scale"))
+
+    # -- shared
+    def _together(self, a: Context, b: Context) -> bool:
+        """``b`` runs after ``a`` in one function, or both sit in methods of one class."""
+        if a.scope is b.scope:
+            return self.facts.control_flow.reaches(a, b)
+        return _class_of(a.scope) is not None and _class_of(a.scope) is _class_of(b.scope)
+
+    def _scales(self) -> list[Event]:
+        """Enabled ``scaler.scale(...)`` calls, in source order."""
+        scaling = self.facts.scaling
+        return [
+            e for e in self.facts.timeline.events
+            if e.kind in _SCALES and not scaling.scaler_provably_disabled(e.scaler, e.ctx.scope)
+        ]
+
+    # -- Accelerate
+    def _accelerate(self) -> Iterator[tuple[cst.CSTNode, str]]:
+        facts = self.facts
+        prepares = self._mixed_precision_prepares()
+        if not prepares:
+            return
+        scales = self._scales()
+        steps = [
+            e for e in facts.timeline.events
+            if e.kind is EventKind.SCALER_STEP and not facts.scaling.scaler_provably_disabled(e.scaler, e.ctx.scope)
+        ]
+        for assignment, build, precision in prepares:
+            line = facts.position(build.site.node).start.line
+            for step in steps:
+                if step.optimizer not in assignment.targets or not self._together(assignment.ctx, step.ctx):
+                    continue
+                if facts.identity.variable(step.optimizer, step.ctx.scope) != facts.identity.variable(step.optimizer, assignment.ctx.scope):
+                    continue
+                own = [s for s in scales if s.scaler == step.scaler and s.ctx.scope is step.ctx.scope]
+                for site in own or [step]:
+                    yield site.call, self._accelerate_scaler_message(precision, line, step.optimizer)
+            yield from self._accelerate_autocasts(assignment, precision, line)
+
+    def _accelerate_autocasts(self, prepare: Assignment, precision: str, line: int) -> Iterator[tuple[cst.CSTNode, str]]:
+        facts = self.facts
+        prepared = set(prepare.targets)
+        for site in facts.calls:
+            if site.func_text not in prepared or not self._together(prepare.ctx, site.ctx):
+                continue
+            if facts.identity.variable(site.func_text, site.ctx.scope) != facts.identity.variable(site.func_text, prepare.ctx.scope):
+                continue
+            for region in facts.autocast.enclosing_autocast(site.ctx):
+                if region.call is None or not region.resolved or region.conditional or region.enabled is None:
+                    continue
+                yield region.call, (
+                    f'The `Accelerator` on line {line} runs `mixed_precision="{precision}"` and already wraps the prepared '
+                    f"`{site.func_text}`'s forward in its own autocast; this autocast repeats it (inside the model "
+                    "Accelerate's wins) and may run the code outside the model in another dtype: remove it"
+                )
+
+    def _mixed_precision_prepares(self) -> list[tuple[Assignment, AcceleratorBuild, str]]:
+        """``... = accelerator.prepare(...)`` of an Accelerator whose precision is one literal fp16/bf16."""
+        facts = self.facts
+        out = []
+        for assignment in facts.assignments:
+            value = assignment.value
+            if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value in _PREPARING):
+                continue
+            accelerator = S.dotted(value.func.value)
+            builds = facts.frameworks.accelerator_builds_of(accelerator, assignment.ctx) if accelerator else []
+            precisions = {b.precisions for b in builds}
+            if not builds or len(precisions) != 1 or not all(b.source == "literal" and b.builds_scaler for b in builds):
+                continue
+            (precision,) = next(iter(precisions))
+            if precision in ("fp16", "bf16"):
+                out.append((assignment, builds[0], precision))
+        return out
+
+    def _accelerate_scaler_message(self, precision: str, line: int, optimizer: str) -> str:
+        if precision == "fp16":
+            why = (
+                "Accelerate builds its own GradScaler and the prepared optimizer's `step()` runs it; that scaler scaled "
+                "nothing, so on a GPU the first step raises `AssertionError: Attempted step but _scale is None`"
+            )
+        else:
+            why = "bf16 needs no loss scaling and Accelerate already runs the prepared model under bf16 autocast"
+        return (
+            f'The `Accelerator` on line {line} runs `mixed_precision="{precision}"` and this manual scaler steps its '
+            f"prepared `{optimizer}`: {why}; use `accelerator.backward(loss)` and `{optimizer}.step()`"
+        )
+
+    # -- DeepSpeed
+    def _deepspeed(self) -> Iterator[tuple[cst.CSTNode, str]]:
+        facts = self.facts
+        engines = []
+        for site in facts.call_index.calls_to(_DEEPSPEED_INITIALIZE):
+            precision = self._deepspeed_precision(site.node, site.ctx)
+            if precision is not None:
+                engines.append((site, precision))
+        if not engines:
+            return
+        for scale in self._scales():
+            for site, precision in engines:
+                if self._together(site.ctx, scale.ctx):
+                    line = facts.position(site.node).start.line
+                    if precision == "fp16":
+                        why = (
+                            "casts the model to float16 and scales the loss itself in `engine.backward` (skipping "
+                            "overflowing steps itself); this manual scaler multiplies the loss a second time, out of "
+                            "DeepSpeed's sight"
+                        )
+                    else:
+                        why = "casts the model to bfloat16, which needs no loss scale; this manual scaler only adds one"
+                    yield scale.call, (
+                        f'The DeepSpeed engine on line {line} has `"{precision}"` enabled in its config: DeepSpeed {why}; '
+                        "remove it and call `engine.backward(loss)` / `engine.step()`"
+                    )
+                    break
+
+    def _deepspeed_precision(self, call: cst.Call, ctx: Context) -> str | None:
+        """``"fp16"``/``"bf16"`` when the ``config=`` dict literal (or the one dict a name is
+        assigned) enables it; ``None`` when neither is enabled or the config is not known."""
+        value = next((S.keyword_arg_value(call, k) for k in _DEEPSPEED_CONFIG_KEYWORDS if S.keyword_arg(call, k) is not None), None)
+        if isinstance(value, cst.Name):
+            assigned = self.facts.values.assigned_alternatives(value.value, ctx.scope, booleans=False)
+            if len(assigned) != 1:
+                return None
+            value = assigned[0][1]
+        if not isinstance(value, cst.Dict):
+            return None
+        for precision in ("fp16", "bf16"):
+            section = _dict_entry(value, precision)
+            if isinstance(section, cst.Dict) and S.bool_value(_dict_entry(section, "enabled")) is True:
+                return precision
+        return None
+
+    # -- Lightning
+    def _lightning(self) -> Iterator[tuple[cst.CSTNode, str]]:
+        facts = self.facts
+        for scale in self._scales():
+            scope = scale.ctx.scope
+            if scope.kind != "function" or scope.name != "training_step":
+                continue
+            owner = _class_of(scope)
+            if owner is None or not self._is_lightning_module(owner) or self._manual_optimization(owner):
+                continue
+            yield scale.call, (
+                "This LightningModule keeps automatic optimization on: Lightning runs the backward of the loss "
+                "`training_step` returns through its precision plugin (which scales it itself with \"16-mixed\") and "
+                "steps the optimizer; a manual `scaler.scale(...)` here backpropagates a second time. Return the loss "
+                "and let the Trainer's `precision=` scale it, or set `self.automatic_optimization = False`"
+            )
+
+    def _is_lightning_module(self, owner: Scope) -> bool:
+        node = owner.node
+        parent = owner.parent
+        if not isinstance(node, cst.ClassDef) or parent is None:
+            return False
+        return any(self.facts.bindings.qualname(base.value, parent) in _LIGHTNING_MODULES for base in node.bases)
+
+    def _manual_optimization(self, owner: Scope) -> bool:
+        """The class turns automatic optimization off, or its value is not a literal True."""
+        for assignment in self.facts.assignments_to("self.automatic_optimization"):
+            if _class_of(assignment.ctx.scope) is owner:
+                return True  # any assignment: stay silent unless it is left at Lightning's default
+        return any(
+            isinstance(stmt, cst.FunctionDef) and stmt.name.value == "automatic_optimization"
+            for stmt in owner.node.body.body
+        )
+
+
+def _class_of(scope: Scope) -> Scope | None:
+    """The class whose method ``scope`` is."""
+    parent = scope.parent
+    return parent if scope.kind == "function" and parent is not None and parent.kind == "class" else None
+
+
+def _dict_entry(node: cst.Dict, key: str) -> cst.BaseExpression | None:
+    for element in node.elements:
+        if isinstance(element, cst.DictElement) and S.string_value(element.key) == key:
+            return element.value
+    return None

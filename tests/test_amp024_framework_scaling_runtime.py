@@ -1,0 +1,169 @@
+"""Runtime truth for AMP024 with the real Accelerate and Lightning (the ``frameworks`` extra).
+
+Accelerate on CPU builds no GradScaler for ``"fp16"`` (accelerate 1.16.0 ``accelerator.py:536-538``
+builds one only when ``self.device.type != "cpu"``), so the fp16 test gives the Accelerator the
+scaler a GPU run builds, as a CPU ``torch.amp.GradScaler`` (as tests/test_amp019_accelerate_runtime.py
+does); everything after that is Accelerate's own code: the prepared optimizer's ``step()`` runs
+``scaler.step`` (``optimizer.py:169-173``). A manual scaler's ``scaler.step(optimizer)`` calls that
+``step()``, and Accelerate's scaler, which scaled nothing, raises.
+
+``"bf16"`` runs on CPU as it is: ``prepare`` wraps the model's forward in ``torch.autocast``
+(``accelerator.py:1792-1801``), so a manual autocast around the prepared model changes nothing
+inside it. Lightning under automatic optimization runs the backward of the loss ``training_step``
+returns (``loops/optimization/automatic.py:240-241``): a manual backward there runs twice.
+
+DeepSpeed is not installed here (it needs a CUDA build for its fp16 engine); the rule's DeepSpeed
+facts are cited from deepspeed 0.19.8's ``runtime/engine.py:2080-2088`` (the cast) and
+``3413-3420`` (the scaled backward).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from amplint.api import lint_source
+
+torch = pytest.importorskip("torch")
+accelerate = pytest.importorskip("accelerate", reason="the frameworks extra (accelerate) is not installed")
+from accelerate.state import AcceleratorState  # noqa: E402
+
+# Starts torch or a process that trains, verifies or runs pre-commit: not in the fast tier.
+pytestmark = pytest.mark.slow
+
+MANUAL_SCALER = """\
+import torch
+from accelerate import Accelerator
+
+
+def run(steps=3):
+    torch.manual_seed(0)
+    accelerator = Accelerator(mixed_precision="fp16")
+    if accelerator.scaler is None:  # a CPU: give it the scaler a GPU run builds
+        accelerator.scaler = torch.amp.GradScaler("cpu", init_scale=1024.0)
+        accelerator.native_amp = True
+    model = torch.nn.Linear(8, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    model, optimizer = accelerator.prepare(model, optimizer)
+    scaler = torch.amp.GradScaler("cpu", init_scale=256.0)
+    x, y = torch.randn(16, 8), torch.randn(16, 1)
+    start = model.weight.detach().clone()
+    for _ in range(steps):
+        loss = torch.nn.functional.mse_loss(model(x).float(), y)
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+        optimizer.zero_grad()
+    return (model.weight.detach() - start).norm().item()
+"""
+
+ACCELERATE_ONLY = MANUAL_SCALER.replace("    scaler = torch.amp.GradScaler(\"cpu\", init_scale=256.0)\n", "").replace(
+    "        scaler.scale(loss).backward()\n        scaler.step(optimizer)\n        scaler.update()\n",
+    "        accelerator.backward(loss)\n        optimizer.step()\n",
+)
+
+BF16_AUTOCAST = """\
+import torch
+from accelerate import Accelerator
+
+
+class Probe(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.linear = torch.nn.Linear(4, 4)
+        self.seen = []
+
+    def forward(self, x):
+        self.seen.append((torch.is_autocast_enabled("cpu"), torch.get_autocast_dtype("cpu")))
+        return self.linear(x)
+
+
+def run():
+    accelerator = Accelerator(mixed_precision="bf16")
+    model = Probe()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    model, optimizer = accelerator.prepare(model, optimizer)
+    x = torch.randn(2, 4)
+    model(x)
+    with torch.autocast("cpu", dtype=torch.float16):
+        model(x)
+    return model.seen
+"""
+
+
+@pytest.fixture(autouse=True)
+def fresh_state():
+    """Accelerate keeps its state in process-wide singletons: each test starts from none."""
+    AcceleratorState._reset_state(True)
+    yield
+    AcceleratorState._reset_state(True)
+
+
+def _run(source: str):
+    namespace: dict = {}
+    exec(compile(source, "<script>", "exec"), namespace)
+    return namespace["run"]()
+
+
+def _codes(source: str) -> list[str]:
+    return [f.code for f in lint_source(source, settings={"select": ["AMP024"]})]
+
+
+def test_manual_scaler_on_fp16_accelerator_fails_at_the_first_step():
+    assert _codes(MANUAL_SCALER) == ["AMP024"]
+    with pytest.raises(AssertionError, match="Attempted step but _scale is None"):
+        _run(MANUAL_SCALER)
+
+
+def test_accelerator_alone_trains():
+    assert _codes(ACCELERATE_ONLY) == []
+    assert _run(ACCELERATE_ONLY) > 0
+
+
+def test_bf16_accelerator_already_autocasts_the_prepared_model():
+    assert _codes(BF16_AUTOCAST) == ["AMP024"]
+    seen = _run(BF16_AUTOCAST)
+    # Without any manual autocast the forward runs under bf16 autocast, and a manual fp16 one
+    # around the call does not change what runs inside the model: Accelerate's autocast wins.
+    assert seen == [(True, torch.bfloat16), (True, torch.bfloat16)]
+
+
+LIGHTNING = """\
+import lightning as L
+import torch
+
+
+class Module(L.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.net = torch.nn.Linear(4, 1)
+        self.scaler = torch.amp.GradScaler("cpu")
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        loss = torch.nn.functional.mse_loss(self.net(x).float(), y)
+        self.scaler.scale(loss).backward()
+        return loss
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.1)
+
+
+def run():
+    data = torch.utils.data.TensorDataset(torch.randn(8, 4), torch.randn(8, 1))
+    trainer = L.Trainer(accelerator="cpu", devices=1, precision="bf16-mixed", max_steps=2, logger=False,
+                        enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False)
+    module = Module()
+    start = module.net.weight.detach().clone()
+    trainer.fit(module, torch.utils.data.DataLoader(data, batch_size=4))
+    return (module.net.weight.detach() - start).norm().item()
+"""
+
+
+def test_manual_backward_in_automatic_lightning_step_runs_twice():
+    pytest.importorskip("lightning", reason="the frameworks extra (lightning) is not installed")
+    assert _codes(LIGHTNING) == ["AMP024"]
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        _run(LIGHTNING)
+    fixed = LIGHTNING.replace("        self.scaler.scale(loss).backward()\n", "")
+    assert _codes(fixed) == []
+    assert _run(fixed) > 0
