@@ -12,9 +12,9 @@ does); everything after that is Accelerate's own code: the prepared optimizer's 
 inside it. Lightning under automatic optimization runs the backward of the loss ``training_step``
 returns (``loops/optimization/automatic.py:240-241``): a manual backward there runs twice.
 
-DeepSpeed is not installed here (it needs a CUDA build for its fp16 engine); the rule's DeepSpeed
-facts are cited from deepspeed 0.19.8's ``runtime/engine.py:2080-2088`` (the cast) and
-``3413-3420`` (the scaled backward).
+DeepSpeed is not in the ``frameworks`` extra, so its arm has no runtime test here; the rule cites
+deepspeed 0.19.8's ``runtime/engine.py:2080-2088`` (the cast to the configured dtype) and
+``3413-3420`` (the loss scaled in ``engine.backward``).
 """
 
 from __future__ import annotations
@@ -59,6 +59,11 @@ def run(steps=3):
 ACCELERATE_ONLY = MANUAL_SCALER.replace("    scaler = torch.amp.GradScaler(\"cpu\", init_scale=256.0)\n", "").replace(
     "        scaler.scale(loss).backward()\n        scaler.step(optimizer)\n        scaler.update()\n",
     "        accelerator.backward(loss)\n        optimizer.step()\n",
+)
+
+SCALED_INTO_BACKWARD = MANUAL_SCALER.replace(
+    "        scaler.scale(loss).backward()\n        scaler.step(optimizer)\n        scaler.update()\n",
+    "        accelerator.backward(scaler.scale(loss))\n        optimizer.step()\n",
 )
 
 BF16_AUTOCAST = """\
@@ -117,6 +122,21 @@ def test_manual_scaler_on_fp16_accelerator_fails_at_the_first_step():
 def test_accelerator_alone_trains():
     assert _codes(ACCELERATE_ONLY) == []
     assert _run(ACCELERATE_ONLY) > 0
+
+
+def test_scaled_loss_into_accelerator_backward_skips_or_multiplies_the_step():
+    """Accelerate scales the already scaled loss again and unscales by its own scale only: with
+    a manual scale of 256 the fp16 backward overflows (256 * 1024) and the step is skipped; with
+    a scale of 2 the step is taken and moves twice as far as the step on the loss itself."""
+    assert _codes(SCALED_INTO_BACKWARD) == ["AMP024"]
+    one_step = SCALED_INTO_BACKWARD.replace("def run(steps=3)", "def run(steps=1)")
+    reference = _run(ACCELERATE_ONLY.replace("def run(steps=3)", "def run(steps=1)"))
+    assert reference > 0
+    AcceleratorState._reset_state(True)
+    assert _run(one_step) == 0.0
+    AcceleratorState._reset_state(True)
+    doubled = _run(one_step.replace("init_scale=256.0", "init_scale=2.0"))
+    assert doubled == pytest.approx(2.0 * reference, rel=1e-3)
 
 
 def test_bf16_accelerator_already_autocasts_the_prepared_model():

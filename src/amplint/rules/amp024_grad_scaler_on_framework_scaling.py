@@ -6,7 +6,7 @@ from typing import Iterator
 import libcst as cst
 
 from amplint.amp.events import Event, EventKind
-from amplint.amp.frameworks import AcceleratorBuild
+from amplint.amp.frameworks import LIGHTNING_FABRICS, AcceleratorBuild
 from amplint.fix import NoFix
 from amplint.model import FixSafety, Severity
 from amplint.rules.base import Rule, Violation
@@ -35,13 +35,15 @@ class GradScalerOnFrameworkScaling(Rule):
     a framework that already runs mixed precision for the same model in the same file:
 
     - an `accelerate.Accelerator(mixed_precision="fp16")` or `"bf16"` (a literal) whose prepared
-      optimizer the manual scaler steps (`scaler.step(optimizer)`), or whose prepared model
-      runs under the autocast, in the same function (or in methods of one class);
+      optimizer the manual scaler steps (`scaler.step(optimizer)`), whose prepared model runs
+      under the autocast, in the same function (or in methods of one class), or whose
+      `backward` is handed a scaled loss (`accelerator.backward(scaler.scale(loss))`);
     - a DeepSpeed engine from `deepspeed.initialize(..., config=...)` whose config, a dict
       literal in the file, enables `"fp16"` or `"bf16"`, beside a `scaler.scale(...)` in the same
       function or class;
     - a `scaler.scale(...)` in the `training_step` of a `LightningModule` that keeps automatic
-      optimization on (no `self.automatic_optimization = False`).
+      optimization on (no `self.automatic_optimization = False`), in a file that builds no
+      `Fabric` (Fabric leaves the backward to the script).
 
     The rule is silent when the Accelerator's `mixed_precision` is `"no"`, is not a literal, or
     comes from the launcher; when it runs with `cpu=True` or a DeepSpeed or Megatron-LM plugin;
@@ -55,7 +57,10 @@ class GradScalerOnFrameworkScaling(Rule):
     `utils/modeling.py:2066-2067`). A manual `scaler.step(optimizer)` calls the prepared
     optimizer's `step()`, which runs Accelerate's scaler (`optimizer.py:169-173`); that scaler has
     scaled nothing, so on a GPU the first step raises `AssertionError: Attempted step but _scale
-    is None`. With `"bf16"` there is nothing to scale at all. A manual autocast around the
+    is None`. A loss scaled by hand and handed to `accelerator.backward` is scaled again, and the
+    prepared optimizer unscales by Accelerate's scale only: the fp16 gradients overflow sooner
+    (Accelerate then skips the step) and the steps taken are multiplied by the manual scale.
+    With `"bf16"` there is nothing to scale at all. A manual autocast around the
     prepared model repeats Accelerate's (the model's own autocast wins inside `forward`, and
     outside it the manual one may run the loss in another dtype with no scaler).
 
@@ -255,6 +260,31 @@ class GradScalerOnFrameworkScaling(Rule):
                 for site in own or [step]:
                     yield site.call, self._accelerate_scaler_message(precision, line, step.optimizer)
             yield from self._accelerate_autocasts(assignment, precision, line)
+        yield from self._scaled_into_accelerator_backward(scales)
+
+    def _scaled_into_accelerator_backward(self, scales: list[Event]) -> Iterator[tuple[cst.CSTNode, str]]:
+        """``accelerator.backward(scaler.scale(loss))`` on an Accelerator with a literal fp16/bf16."""
+        facts = self.facts
+        for site, accelerator in facts.frameworks.accelerator_method_calls("backward"):
+            builds = facts.frameworks.accelerator_builds_of(accelerator, site.ctx)
+            precisions = {b.precisions for b in builds}
+            if not builds or len(precisions) != 1 or not all(b.source == "literal" and b.builds_scaler for b in builds):
+                continue
+            (precision,) = next(iter(precisions))
+            if precision not in ("fp16", "bf16"):
+                continue
+            line = facts.position(builds[0].site.node).start.line
+            for scale in scales:
+                if any(arg.value is scale.call for arg in site.node.args):
+                    yield scale.call, (
+                        f'The `Accelerator` on line {line} runs `mixed_precision="{precision}"`: '
+                        + ("`accelerator.backward` scales the loss again with its own GradScaler and the prepared "
+                           "optimizer unscales only that scale: the fp16 gradients overflow sooner (Accelerate then "
+                           "skips the step) and every step taken is multiplied by this scaler's scale"
+                           if precision == "fp16" else
+                           "bf16 needs no loss scaling, and the prepared optimizer never unscales this one")
+                        + f"; pass the loss itself: `{accelerator}.backward(loss)`"
+                    )
 
     def _accelerate_autocasts(self, prepare: Assignment, precision: str, line: int) -> Iterator[tuple[cst.CSTNode, str]]:
         facts = self.facts
@@ -352,12 +382,15 @@ class GradScalerOnFrameworkScaling(Rule):
     # -- Lightning
     def _lightning(self) -> Iterator[tuple[cst.CSTNode, str]]:
         facts = self.facts
+        # Fabric calls no ``training_step`` itself: a script that drives a LightningModule with
+        # Fabric runs its own backward (``fabric.backward``).
+        fabric_built = bool(facts.call_index.calls_to(LIGHTNING_FABRICS))
         for scale in self._scales():
             scope = scale.ctx.scope
             if scope.kind != "function" or scope.name != "training_step":
                 continue
             owner = _class_of(scope)
-            if owner is None or not self._is_lightning_module(owner) or self._manual_optimization(owner):
+            if fabric_built or owner is None or not self._is_lightning_module(owner) or self._manual_optimization(owner):
                 continue
             yield scale.call, (
                 "This LightningModule keeps automatic optimization on: Lightning runs the backward of the loss "
