@@ -42,8 +42,8 @@ class GradScalerOnFrameworkScaling(Rule):
       literal in the file, enables `"fp16"` or `"bf16"`, beside a `scaler.scale(...)` in the same
       function or class;
     - a `scaler.scale(...)` in the `training_step` of a `LightningModule` that keeps automatic
-      optimization on (no `self.automatic_optimization = False`), in a file that builds no
-      `Fabric` (Fabric leaves the backward to the script).
+      optimization on (no `self.automatic_optimization = False`) and returns a loss, in a file
+      that builds no `Fabric` (Fabric leaves the backward to the script).
 
     The rule is silent when the Accelerator's `mixed_precision` is `"no"`, is not a literal, or
     comes from the launcher; when it runs with `cpu=True` or a DeepSpeed or Megatron-LM plugin;
@@ -392,6 +392,8 @@ class GradScalerOnFrameworkScaling(Rule):
             owner = _class_of(scope)
             if fabric_built or owner is None or not self._is_lightning_module(owner) or self._manual_optimization(owner):
                 continue
+            if not any(c.scope is scope and value is not None and not S.is_none(value) for value, c in facts.records.returns):
+                continue  # returning nothing makes Lightning skip its own backward for the batch
             yield scale.call, (
                 "This LightningModule keeps automatic optimization on: Lightning runs the backward of the loss "
                 "`training_step` returns through its precision plugin (which scales it itself with \"16-mixed\") and "
