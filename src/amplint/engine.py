@@ -15,7 +15,7 @@ from amplint.model import (
     Location,
     Severity,
 )
-from amplint.selection import focus_tokens_for, may_have_findings, rules_to_run
+from amplint.selection import codes_to_run, focus_tokens_for, may_have_findings, rules_for
 from amplint.settings import PARSE_ERROR_CODE, Settings
 
 # libcst (and the positions and fixes built on it) is imported where a file is parsed: a run
@@ -88,6 +88,15 @@ def _lint_once(
             f"more than amplint's parser handles in reasonable time ({MAX_EXPRESSION_DEPTH})",
         ))
         return result
+    run_codes = codes_to_run(text, settings, codes)
+    if settings.prefilter and view.tree is not None:
+        from amplint.rule_gates import codes_that_may_report
+
+        # The prefilter's second stage: a file where no rule can report is not parsed with libcst.
+        may_report = codes_that_may_report(run_codes, view.tree)
+        if not may_report and run_codes:
+            return result
+        run_codes = may_report
     # Imported only past Python's verdict: a file with a syntax error never needs libcst.
     from amplint.parsing_modules import import_parsing_modules
 
@@ -149,7 +158,7 @@ def _lint_once(
         return result
     facts.suppressions = suppressions = noqa.SuppressionLog(noqa.FileDirectives(text), codes, settings.respect_noqa)
     # sorted is stable: the rules that read the suppressions come last, in code order.
-    for rule_class in sorted(rules_to_run(text, settings, codes), key=lambda rule: rule.after_other_rules):
+    for rule_class in sorted(rules_for(run_codes), key=lambda rule: rule.after_other_rules):
         try:
             violations = list(rule_class(facts).check())
         except MemoryError:

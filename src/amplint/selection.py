@@ -28,9 +28,14 @@ def rules_to_run(text: str, settings: Settings, codes: frozenset[str]) -> tuple[
     cannot report anything in it, so it is neither imported nor run. Facts and the focused
     parse still come from every enabled rule, so the rules that do run see the same input.
     """
+    return rules_for(codes_to_run(text, settings, codes))
+
+
+def codes_to_run(text: str, settings: Settings, codes: frozenset[str]) -> frozenset[str]:
+    """The codes of :func:`rules_to_run`, read from the rules' metadata without importing them."""
     if settings.prefilter:
         codes = frozenset(rule.code for rule in metadata_for(codes) if _may_fire(rule, text))
-    return rules_for(codes)
+    return codes
 
 
 def _may_fire(rule, text: str | bytes) -> bool:

@@ -103,6 +103,11 @@ class DeprecatedAmpApi(Rule):
     # ".amp" covers torch.cuda.amp in every dotted form; "import amp" covers
     # ``from torch.cuda import amp``; the legacy functions all contain "autocast".
     triggers = (".amp", "import amp", "autocast", "GradScaler", "custom_fwd", "custom_bwd")
+    # Every deprecated name is reached through the module ``amp`` (``torch.cuda.amp``,
+    # ``torch.cpu.amp``: the identifier ``amp`` is written in the import or the attribute chain)
+    # or is a legacy function whose own name says ``autocast_gpu_``/``autocast_cpu_``. A model
+    # file whose only AMP word is ``torch.autocast(...)`` or a ``maybe_autocast`` helper holds neither.
+    requires_match = r"\bamp\b|autocast_(?:gpu|cpu)_"
 
     valid = (
         dedent("""\

@@ -1,0 +1,164 @@
+"""The prefilter's second stage: proofs on Python's ``ast`` that a rule cannot report on a file.
+
+The first stage (:mod:`amplint.selection`) asks substrings; a large model file passes it for the
+autocast rules because it says ``torch.autocast(device_type=..., enabled=False)`` or
+``maybe_autocast(..., enabled=False)`` in a rotary embedding. The ``ast`` is at hand for every file
+that is parsed (Python's syntax verdict comes first), and one walk of it shows whether any
+autocast in the file can be switched on. When none can, the rules that need an enabled autocast
+region provably report nothing, and a file left with no rule to run is not parsed with libcst.
+
+Every gate is a necessary condition of its rule's findings, argued from how the facts find
+autocast regions (:mod:`amplint.amp.autocast`, :mod:`amplint.amp.named_autocast`):
+
+* an autocast class is reached only through a name whose last part is ``autocast``: the qualified
+  name's last part is written in the source, in the call or in its import;
+* a region only named like autocast (``with amp_autocast():``) has an identifier containing
+  ``autocast`` (any case) in its ``with`` item;
+* a same-file helper that returns or yields an autocast builds it with such a call.
+
+So when every name or attribute containing ``autocast`` is (part of) the callee of a call with a
+literal ``enabled=False`` keyword and no ``*args``/``**kwargs``, and no import binds an autocast
+name ``as`` another, every region and every autocast call of the file has ``enabled is False``.
+Anything else (an alias, a ``partial``, a bare decorator, a ``with self.autocast_ctx:``, a call
+of ``torch.is_autocast_enabled``) makes the gate answer "may report", and the file is parsed as
+before. Definitions, parameters and keywords named like autocast bind or pass nothing the facts
+read as a region by themselves: each use of them is a name or an attribute, and is checked.
+"""
+
+from __future__ import annotations
+
+import ast
+
+
+def _callee_chain(func: ast.expr) -> list[ast.expr]:
+    """``a.b.c`` as its Attribute and Name nodes, outermost first."""
+    chain = []
+    node = func
+    while isinstance(node, ast.Attribute):
+        chain.append(node)
+        node = node.value
+    if isinstance(node, ast.Name):
+        chain.append(node)
+    return chain
+
+
+def _last_name(func: ast.expr) -> str | None:
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    if isinstance(func, ast.Name):
+        return func.id
+    return None
+
+
+def _built_disabled(call: ast.Call) -> bool:
+    """A literal ``enabled=False`` keyword that the facts read as the call's ``enabled``
+    (a keyword wins over any positional argument there), and no unpacked arguments."""
+    if any(isinstance(arg, ast.Starred) for arg in call.args) or any(k.arg is None for k in call.keywords):
+        return False
+    return any(k.arg == "enabled" and isinstance(k.value, ast.Constant) and k.value.value is False for k in call.keywords)
+
+
+def indexed_device_text(text: str) -> bool:
+    """A string the facts could read as an indexed device (``"cuda:0"``): the test of
+    ``amplint.amp.autocast.device_type_of`` on a string holding a colon."""
+    kind, sep, index = text.partition(":")
+    return bool(sep) and kind.isidentifier() and index.strip().isdigit()
+
+
+class TreeEvidence:
+    """What one walk of a file's ``ast`` shows about its autocast use."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.autocast_always_off = True  # no autocast region or call of the file can be enabled
+        self.autocast_arguments_plain = True  # no autocast call passes an f-string or a call
+        self.device_call = False  # a call that may build a ``torch.device``
+        self.indexed_device_string = False  # a string constant like ``"cuda:0"``
+        self.scaled_backward = False  # ``x.scale(loss).backward()``
+        self.scaler_class_named = False  # an identifier naming a GradScaler class (``GradScaler``, ``ShardedGradScaler``)
+        self.fp16_true_keyword = False  # ``fp16=True`` (``TrainingArguments(fp16=True)``)
+        allowed: set[int] = set()  # identifier nodes of the callee of a call built disabled
+        for node in ast.walk(tree):  # breadth first: a call comes before its callee's nodes
+            kind = type(node)
+            if kind is ast.Call:
+                func = node.func
+                if isinstance(func, ast.Attribute) and func.attr == "backward" and isinstance(func.value, ast.Call):
+                    inner = func.value.func
+                    self.scaled_backward |= isinstance(inner, ast.Attribute) and inner.attr == "scale"
+                last = _last_name(func)
+                if last is None:
+                    continue
+                if "autocast" in last.lower():
+                    if _built_disabled(node):
+                        allowed.update(id(part) for part in _callee_chain(node.func))
+                        values = [*node.args, *(k.value for k in node.keywords)]
+                        if any(isinstance(v, (ast.JoinedStr, ast.Call)) for v in values):
+                            self.autocast_arguments_plain = False
+                    else:
+                        self.autocast_always_off = False
+                elif last == "device":
+                    self.device_call = True
+            elif kind is ast.Name:
+                if "autocast" in node.id.lower() and id(node) not in allowed:
+                    self.autocast_always_off = False
+                self.scaler_class_named |= "GradScaler" in node.id
+            elif kind is ast.Attribute:
+                if "autocast" in node.attr.lower() and id(node) not in allowed:
+                    self.autocast_always_off = False
+                self.scaler_class_named |= "GradScaler" in node.attr
+            elif kind is ast.keyword:
+                if node.arg == "fp16" and isinstance(node.value, ast.Constant) and node.value.value is True:
+                    self.fp16_true_keyword = True
+            elif kind is ast.Constant:
+                value = node.value
+                if isinstance(value, bytes):
+                    value = value.decode("latin-1")
+                if isinstance(value, str) and ":" in value and indexed_device_text(value):
+                    self.indexed_device_string = True
+            elif kind is ast.alias:
+                self.scaler_class_named |= "GradScaler" in node.name
+                # ``from torch import autocast`` binds the name its calls are read through; ``as ac``
+                # would hide it. ``from torch import device as d`` likewise hides a device call.
+                if node.asname is not None:
+                    if "autocast" in node.name.lower():
+                        self.autocast_always_off = False
+                    if node.name.rsplit(".", 1)[-1] == "device":
+                        self.device_call = True
+
+
+def _needs_enabled_autocast(evidence: TreeEvidence) -> bool:
+    """AMP002, AMP013, AMP016, AMP018 report only under (or on) an autocast that may be enabled."""
+    return not evidence.autocast_always_off
+
+
+def _amp015_may_report(evidence: TreeEvidence) -> bool:
+    """AMP015 also judges disabled autocasts: its findings need a ``device_type`` that is an indexed
+    string or f-string, a ``torch.device(...)`` call, or a variable holding one of those."""
+    return not (evidence.autocast_always_off and evidence.autocast_arguments_plain
+                and not evidence.device_call and not evidence.indexed_device_string)
+
+
+def _amp005_may_report(evidence: TreeEvidence) -> bool:
+    """AMP005 needs AMP in use (an enabled autocast region, a GradScaler built, whose class name is
+    then written in the file, or a loss scaled with ``.scale(loss).backward()``) or a Trainer built
+    with a literal ``fp16=True``."""
+    return not (evidence.autocast_always_off and not evidence.scaled_backward
+                and not evidence.scaler_class_named and not evidence.fp16_true_keyword)
+
+
+GATES = {
+    "AMP002": _needs_enabled_autocast,
+    "AMP005": _amp005_may_report,
+    "AMP013": _needs_enabled_autocast,
+    "AMP015": _amp015_may_report,
+    "AMP016": _needs_enabled_autocast,
+    "AMP018": _needs_enabled_autocast,
+}
+
+
+def codes_that_may_report(codes: frozenset[str], tree: ast.Module) -> frozenset[str]:
+    """``codes`` without the gated rules that provably report nothing on this file."""
+    gated = [code for code in codes if code in GATES]
+    if not gated:
+        return codes
+    evidence = TreeEvidence(tree)
+    return frozenset(code for code in codes if code not in GATES or GATES[code](evidence))

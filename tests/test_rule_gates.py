@@ -1,0 +1,162 @@
+"""The prefilter's second stage (amplint.rule_gates): a gate answers "cannot report" only where the
+rule indeed reports nothing, and a file left with no rule to run is not parsed with libcst."""
+
+from __future__ import annotations
+
+import ast
+from textwrap import dedent
+
+import pytest
+
+from amplint.engine import lint_text
+from amplint.rule_gates import GATES, TreeEvidence, codes_that_may_report, indexed_device_text
+from amplint.rules.catalog import all_rules
+from amplint.settings import Settings
+
+ON = Settings(select=("ALL",), prefilter=True)
+OFF = Settings(select=("ALL",), prefilter=False)
+
+
+def _findings(text: str, settings: Settings) -> list[tuple]:
+    return [(f.code, f.location.row, f.location.column, f.message) for f in lint_text(text, "t.py", settings, edits=False).findings]
+
+
+def _gated_away(text: str) -> set[str]:
+    return set(GATES) - codes_that_may_report(frozenset(GATES), ast.parse(text))
+
+
+def _examples(code: str) -> list[str]:
+    rule = all_rules()[code]
+    return [example if isinstance(example, str) else example.code for example in rule.invalid]
+
+
+@pytest.mark.parametrize("code", sorted(GATES))
+def test_every_documented_finding_of_a_gated_rule_passes_its_gate(code):
+    examples = _examples(code)
+    assert examples
+    for source in examples:
+        assert code not in _gated_away(source), source
+
+
+DISABLED_ONLY = dedent("""\
+    import torch
+    from .utils import maybe_autocast
+
+
+    class Rotary(torch.nn.Module):
+        def forward(self, x, position_ids):
+            device_type = x.device.type if x.device.type != "mps" else "cpu"
+            with torch.autocast(device_type=device_type, enabled=False):
+                freqs = x.float() @ position_ids.float()
+            with maybe_autocast(device_type=device_type, enabled=False):
+                freqs = freqs.cos()
+            return freqs.half()
+""")
+
+
+def test_a_file_whose_only_autocasts_are_disabled_is_not_parsed():
+    assert _gated_away(DISABLED_ONLY) == set(GATES)
+    settings = Settings(select=sorted(GATES))
+    result = lint_text(DISABLED_ONLY, "t.py", settings)
+    assert result.findings == [] and result.errors == []
+    assert _findings(DISABLED_ONLY, Settings(select=sorted(GATES), prefilter=False)) == []
+
+
+# Each of these can hold an enabled autocast (or, for AMP015/AMP005, what else they judge): the gate
+# must let the rule run.
+MAY_BE_ENABLED = {
+    "no enabled keyword": "with torch.autocast('cuda'):\n    loss.backward()\n",
+    "enabled not literal": "with torch.autocast('cuda', enabled=amp):\n    loss.backward()\n",
+    "enabled True": "with torch.autocast('cuda', enabled=True):\n    loss.backward()\n",
+    "unpacked keywords": "with torch.autocast('cuda', enabled=False, **kw):\n    loss.backward()\n",
+    "unpacked arguments": "with torch.autocast(*args, enabled=False):\n    loss.backward()\n",
+    "alias": "ac = torch.autocast\nwith ac('cuda', enabled=False):\n    pass\nwith ac('cuda'):\n    loss.backward()\n",
+    "import as": "from torch import autocast as ac\nwith ac('cuda'):\n    loss.backward()\n",
+    "module import as": "import torch.amp.autocast_mode as m\nwith m.autocast('cuda'):\n    loss.backward()\n",
+    "partial": "import functools\nac = functools.partial(torch.autocast, 'cuda')\nwith ac():\n    loss.backward()\n",
+    "bare decorator": "@torch.autocast\ndef f():\n    loss.backward()\n",
+    "named attribute item": "with self.autocast_ctx:\n    loss.backward()\n",
+    "named call item": "with amp_autocast():\n    loss.backward()\n",
+    "upper-case name": "with self.AutoCast():\n    loss.backward()\n",
+    "helper": "def ctx():\n    return torch.autocast('cuda')\nwith ctx():\n    loss.backward()\n",
+    "value passed": "run(step, context=torch.autocast)\n",
+    "state query": "if torch.is_autocast_enabled():\n    pass\n",
+}
+
+
+@pytest.mark.parametrize("source", MAY_BE_ENABLED.values(), ids=MAY_BE_ENABLED)
+def test_an_autocast_that_may_be_enabled_keeps_the_autocast_rules(source):
+    evidence = TreeEvidence(ast.parse(source))
+    assert not evidence.autocast_always_off
+    assert _gated_away(source) == set()
+
+
+def test_only_disabled_calls_and_plain_imports_are_read_as_off():
+    source = dedent("""\
+        import torch.amp.autocast_mode
+        from torch import autocast
+        from .x import helper as my_autocast
+        def maybe_autocast(use_autocast=False):
+            return helper(autocast_dtype=None)
+        with torch.amp.autocast_mode.autocast("cuda", enabled=False), autocast("cpu", enabled=False):
+            y = my_autocast(enabled=False)
+    """)
+    assert TreeEvidence(ast.parse(source)).autocast_always_off
+
+
+DEVICE_CASES = {
+    "indexed string": ("with torch.autocast('cuda:0', enabled=False):\n    pass\n", True),
+    "indexed string variable": ("d = 'cuda:1'\nwith torch.autocast(d, enabled=False):\n    pass\n", True),
+    "f-string": ("with torch.autocast(f'cuda:{rank}', enabled=False):\n    pass\n", True),
+    "device call": ("with torch.autocast(torch.device('cuda'), enabled=False):\n    pass\n", True),
+    "device variable": ("d = torch.device('cuda')\nwith torch.autocast(device_type=d, enabled=False):\n    pass\n", True),
+    "device import as": ("from torch import device as D\nd = D('cuda')\nwith torch.autocast(d, enabled=False):\n    pass\n", True),
+    "plain type": ("with torch.autocast(device_type='cuda', enabled=False):\n    pass\n", False),
+    "docstring colon": ('"""Args: x"""\nwith torch.autocast(t, enabled=False):\n    pass\n', False),
+}
+
+
+@pytest.mark.parametrize("source, judged", DEVICE_CASES.values(), ids=DEVICE_CASES)
+def test_amp015_runs_wherever_a_device_type_may_be_an_indexed_device_or_a_torch_device(source, judged):
+    source = "import torch\n" + source
+    assert ("AMP015" not in _gated_away(source)) is judged
+    if judged:
+        codes = [f[0] for f in _findings(source, ON)]
+        assert codes.count("AMP015") == 1 and codes == [f[0] for f in _findings(source, OFF)]
+
+
+def test_the_indexed_device_test_is_the_one_amp015_applies():
+    from amplint.amp.autocast import device_type_of
+
+    for text in ["cuda:0", "cuda: 1 ", "cuda:", "cuda:x", ":0", "Args: 1", "Note:", "a:b:0", "xpu:12", "cuda:٣", "1cuda:0"]:
+        assert indexed_device_text(text) == (":" in text and device_type_of(text) is not None), text
+
+
+AMP_IN_USE = {
+    "scaler built": "scaler = torch.amp.GradScaler()\n",
+    "sharded scaler": "from torch.distributed.fsdp import ShardedGradScaler\n",
+    "scaled backward": "self.scaler.scale(loss).backward()\n",
+    "trainer in fp16": "args = TrainingArguments(fp16=True)\n",
+}
+
+
+@pytest.mark.parametrize("source", AMP_IN_USE.values(), ids=AMP_IN_USE)
+def test_amp005_runs_where_amp_may_be_in_use_without_an_autocast(source):
+    assert "AMP005" not in _gated_away(DISABLED_ONLY + source)
+    assert _gated_away(DISABLED_ONLY + source) == set(GATES) - {"AMP005"}
+
+
+def test_a_half_model_next_to_a_disabled_autocast_only_is_not_amp005():
+    text = DISABLED_ONLY + "model = Net().half()\nfor x in data:\n    loss = model(x)\n    loss.backward()\n    opt.step()\n"
+    assert "AMP005" in _gated_away(text)
+    assert _findings(text, ON) == _findings(text, OFF)
+    assert "AMP005" not in _gated_away(text.replace("enabled=False", "enabled=True"))
+
+
+def test_amp001_needs_the_amp_module_or_a_legacy_function_name():
+    from amplint.selection import codes_to_run
+
+    select = Settings(select=("AMP001",))
+    assert codes_to_run(DISABLED_ONLY, select, frozenset({"AMP001"})) == frozenset()
+    for source in _examples("AMP001"):
+        assert codes_to_run(source, select, frozenset({"AMP001"})) == {"AMP001"}, source
