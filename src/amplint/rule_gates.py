@@ -23,6 +23,12 @@ Anything else (an alias, a ``partial``, a bare decorator, a ``with self.autocast
 of ``torch.is_autocast_enabled``) makes the gate answer "may report", and the file is parsed as
 before. Definitions, parameters and keywords named like autocast bind or pass nothing the facts
 read as a region by themselves: each use of them is a name or an attribute, and is checked.
+
+The scaler rules are gated the same way on what makes a name a GradScaler for the facts
+(:class:`amplint.amp.scalers.ScalerFacts`): a construction (the class name ``GradScaler`` is then
+written in the file), ``unscale_``, ``.scale(loss).backward()``, or a ``step`` on a receiver whose
+last part says ``scaler``. A time-series model's ``self.scaler = MeanScaler(config)`` is none of
+these.
 """
 
 from __future__ import annotations
@@ -76,7 +82,13 @@ class TreeEvidence:
         self.scaled_backward = False  # ``x.scale(loss).backward()``
         self.scaler_class_named = False  # an identifier naming a GradScaler class (``GradScaler``, ``ShardedGradScaler``)
         self.fp16_true_keyword = False  # ``fp16=True`` (``TrainingArguments(fp16=True)``)
+        self.unscale_attribute = False  # ``x.unscale_``
+        self.named_scaler_step = False  # ``<...scaler...>.step(...)``: a step on a receiver named like a scaler
+        # A call of a class named ``...Scaler`` that is not assigned to one attribute
+        # (``self.scaler = MeanScaler(config)``): AMP006 reads ``w = NativeScaler()`` as a scaler wrapper.
+        self.scaler_wrapper_call = False
         allowed: set[int] = set()  # identifier nodes of the callee of a call built disabled
+        held_by_attribute: set[int] = set()  # calls that are the value of ``a.b = <call>``
         for node in ast.walk(tree):  # breadth first: a call comes before its callee's nodes
             kind = type(node)
             if kind is ast.Call:
@@ -87,6 +99,11 @@ class TreeEvidence:
                 last = _last_name(func)
                 if last is None:
                     continue
+                if last == "step" and isinstance(func, ast.Attribute):
+                    receiver = _last_name(func.value)
+                    self.named_scaler_step |= receiver is not None and "scaler" in receiver.lower()
+                if last.endswith("Scaler") and id(node) not in held_by_attribute:
+                    self.scaler_wrapper_call = True
                 if "autocast" in last.lower():
                     if _built_disabled(node):
                         allowed.update(id(part) for part in _callee_chain(node.func))
@@ -105,6 +122,10 @@ class TreeEvidence:
                 if "autocast" in node.attr.lower() and id(node) not in allowed:
                     self.autocast_always_off = False
                 self.scaler_class_named |= "GradScaler" in node.attr
+                self.unscale_attribute |= node.attr == "unscale_"
+            elif kind is ast.Assign:
+                if len(node.targets) == 1 and isinstance(node.targets[0], ast.Attribute) and isinstance(node.value, ast.Call):
+                    held_by_attribute.add(id(node.value))
             elif kind is ast.keyword:
                 if node.arg == "fp16" and isinstance(node.value, ast.Constant) and node.value.value is True:
                     self.fp16_true_keyword = True
@@ -123,6 +144,14 @@ class TreeEvidence:
                         self.autocast_always_off = False
                     if node.name.rsplit(".", 1)[-1] == "device":
                         self.device_call = True
+
+
+    @property
+    def scaler_evidence(self) -> bool:
+        """What makes a name a GradScaler for the facts (``ScalerFacts.scalers``): a construction,
+        whose class name is written in the file, ``unscale_``, ``.scale(loss).backward()`` or a
+        ``step`` on a receiver whose last part says ``scaler``."""
+        return self.scaler_class_named or self.unscale_attribute or self.scaled_backward or self.named_scaler_step
 
 
 def _needs_enabled_autocast(evidence: TreeEvidence) -> bool:
@@ -145,20 +174,43 @@ def _amp005_may_report(evidence: TreeEvidence) -> bool:
                 and not evidence.scaler_class_named and not evidence.fp16_true_keyword)
 
 
+def _needs_a_scaler(evidence: TreeEvidence) -> bool:
+    """AMP008, AMP009, AMP012, AMP017 report only on the events of a GradScaler of the file."""
+    return evidence.scaler_evidence
+
+
+def _amp006_may_report(evidence: TreeEvidence) -> bool:
+    """AMP006 asks for the scalers a checkpoint should hold: the file's GradScalers and the locals
+    holding a scaler wrapper (a class named ``...Scaler``, or a project class that builds a
+    GradScaler, known only from the project context; see :func:`codes_that_may_report`)."""
+    return evidence.scaler_evidence or evidence.scaler_wrapper_call
+
+
 GATES = {
     "AMP002": _needs_enabled_autocast,
     "AMP005": _amp005_may_report,
+    "AMP006": _amp006_may_report,
+    "AMP008": _needs_a_scaler,
+    "AMP009": _needs_a_scaler,
+    "AMP012": _needs_a_scaler,
     "AMP013": _needs_enabled_autocast,
     "AMP015": _amp015_may_report,
     "AMP016": _needs_enabled_autocast,
+    "AMP017": _needs_a_scaler,
     "AMP018": _needs_enabled_autocast,
 }
 
 
-def codes_that_may_report(codes: frozenset[str], tree: ast.Module) -> frozenset[str]:
-    """``codes`` without the gated rules that provably report nothing on this file."""
-    gated = [code for code in codes if code in GATES]
-    if not gated:
+# Gates whose proof holds only for a file linted without a project context: with one, a class
+# imported from another module may build a GradScaler (a scaler wrapper for AMP006).
+_FILE_ALONE = frozenset({"AMP006"})
+
+
+def codes_that_may_report(codes: frozenset[str], tree: ast.Module, with_project: bool = False) -> frozenset[str]:
+    """``codes`` without the gated rules that provably report nothing on this file.
+    ``with_project``: the file is linted with what its imports reach."""
+    gates = {code: GATES[code] for code in codes if code in GATES and not (with_project and code in _FILE_ALONE)}
+    if not gates:
         return codes
     evidence = TreeEvidence(tree)
-    return frozenset(code for code in codes if code not in GATES or GATES[code](evidence))
+    return frozenset(code for code in codes if code not in gates or gates[code](evidence))
