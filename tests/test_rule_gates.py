@@ -233,3 +233,37 @@ def test_amp006_on_a_wrapper_is_found_with_and_without_the_second_stage():
     """)
     assert "AMP006" not in _gated_away(text)
     assert _findings(text, ON) == _findings(text, OFF)
+
+
+def test_amp015_is_not_asked_where_autocast_is_only_written_in_strings():
+    text = 'import torch\nd = torch.device("cuda:0")\nraise ValueError(f"run with torch.autocast on {d}")\n'
+    assert not TreeEvidence(ast.parse(text)).autocast_named
+    assert "AMP015" in _gated_away(text)
+    for source in ("from torch import autocast\n", "import torch.amp.autocast_mode\n", "x = torch.autocast\n"):
+        assert TreeEvidence(ast.parse(text + source)).autocast_named
+        assert "AMP015" not in _gated_away(text + source)
+
+
+def test_amp021_needs_both_flags_of_a_pair_true_in_one_call():
+    from amplint.amp.frameworks import EXCLUSIVE_PRECISION_FLAGS
+    from amplint.rule_gates import EXCLUSIVE_PRECISION_FLAGS as GATED_FLAGS
+
+    assert GATED_FLAGS == EXCLUSIVE_PRECISION_FLAGS
+    base = "from transformers import TrainingArguments\n"
+    assert "AMP021" in _gated_away(base + "a = TrainingArguments(fp16=True, bf16=flag)\nb = TrainingArguments(bf16=True)\n")
+    for call in ("TrainingArguments(fp16=True, bf16=True)", "TrainingArguments(bf16_full_eval=True, x=1, fp16_full_eval=True)"):
+        text = base + f"args = {call}\n"
+        assert "AMP021" not in _gated_away(text)
+        assert [f[0] for f in _findings(text, ON)] == [f[0] for f in _findings(text, OFF)] == ["AMP021"]
+
+
+def test_amp022_needs_a_backward_method_and_a_prepare_method():
+    from amplint.rule_gates import PREPARING
+    from amplint.rules.amp022_backward_bypasses_accelerator import _PREPARING
+
+    assert PREPARING == _PREPARING
+    base = "from accelerate import Accelerator\naccelerator = Accelerator(mixed_precision='fp16')\n"
+    assert "AMP022" in _gated_away(base + "model = accelerator.prepare(model)\n# loss.backward()\n")
+    assert "AMP022" in _gated_away(base + "loss.backward()\n")
+    for source in _examples("AMP022"):
+        assert "AMP022" not in _gated_away(source)

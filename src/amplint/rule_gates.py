@@ -35,6 +35,11 @@ from __future__ import annotations
 
 import ast
 
+# ``amplint.amp.frameworks.EXCLUSIVE_PRECISION_FLAGS`` and AMP022's ``_PREPARING`` (their modules
+# import libcst; a test keeps these equal).
+EXCLUSIVE_PRECISION_FLAGS = (("fp16", "bf16"), ("fp16_full_eval", "bf16_full_eval"))
+PREPARING = ("prepare", "prepare_optimizer")
+
 
 def _callee_chain(func: ast.expr) -> list[ast.expr]:
     """``a.b.c`` as its Attribute and Name nodes, outermost first."""
@@ -76,6 +81,7 @@ class TreeEvidence:
 
     def __init__(self, tree: ast.Module) -> None:
         self.autocast_always_off = True  # no autocast region or call of the file can be enabled
+        self.autocast_named = False  # some name, attribute or import says ``autocast`` (any case)
         self.autocast_arguments_plain = True  # no autocast call passes an f-string or a call
         self.device_call = False  # a call that may build a ``torch.device``
         self.indexed_device_string = False  # a string constant like ``"cuda:0"``
@@ -87,24 +93,34 @@ class TreeEvidence:
         # A call of a class named ``...Scaler`` that is not assigned to one attribute
         # (``self.scaler = MeanScaler(config)``): AMP006 reads ``w = NativeScaler()`` as a scaler wrapper.
         self.scaler_wrapper_call = False
+        self.exclusive_flags_together = False  # one call passes ``fp16=True, bf16=True`` (or the full-eval pair)
+        self.backward_method_call = False  # ``x.backward(...)``
+        self.prepare_method_call = False  # ``x.prepare(...)`` / ``x.prepare_optimizer(...)``
         allowed: set[int] = set()  # identifier nodes of the callee of a call built disabled
         held_by_attribute: set[int] = set()  # calls that are the value of ``a.b = <call>``
         for node in ast.walk(tree):  # breadth first: a call comes before its callee's nodes
             kind = type(node)
             if kind is ast.Call:
                 func = node.func
+                if len(node.keywords) > 1 and not self.exclusive_flags_together:
+                    true = {k.arg for k in node.keywords if isinstance(k.value, ast.Constant) and k.value.value is True}
+                    self.exclusive_flags_together = any(set(pair) <= true for pair in EXCLUSIVE_PRECISION_FLAGS)
                 if isinstance(func, ast.Attribute) and func.attr == "backward" and isinstance(func.value, ast.Call):
                     inner = func.value.func
                     self.scaled_backward |= isinstance(inner, ast.Attribute) and inner.attr == "scale"
                 last = _last_name(func)
                 if last is None:
                     continue
+                if isinstance(func, ast.Attribute):
+                    self.backward_method_call |= last == "backward"
+                    self.prepare_method_call |= last in PREPARING
                 if last == "step" and isinstance(func, ast.Attribute):
                     receiver = _last_name(func.value)
                     self.named_scaler_step |= receiver is not None and "scaler" in receiver.lower()
                 if last.endswith("Scaler") and id(node) not in held_by_attribute:
                     self.scaler_wrapper_call = True
                 if "autocast" in last.lower():
+                    self.autocast_named = True
                     if _built_disabled(node):
                         allowed.update(id(part) for part in _callee_chain(node.func))
                         values = [*node.args, *(k.value for k in node.keywords)]
@@ -115,12 +131,16 @@ class TreeEvidence:
                 elif last == "device":
                     self.device_call = True
             elif kind is ast.Name:
-                if "autocast" in node.id.lower() and id(node) not in allowed:
-                    self.autocast_always_off = False
+                if "autocast" in node.id.lower():
+                    self.autocast_named = True
+                    if id(node) not in allowed:
+                        self.autocast_always_off = False
                 self.scaler_class_named |= "GradScaler" in node.id
             elif kind is ast.Attribute:
-                if "autocast" in node.attr.lower() and id(node) not in allowed:
-                    self.autocast_always_off = False
+                if "autocast" in node.attr.lower():
+                    self.autocast_named = True
+                    if id(node) not in allowed:
+                        self.autocast_always_off = False
                 self.scaler_class_named |= "GradScaler" in node.attr
                 self.unscale_attribute |= node.attr == "unscale_"
             elif kind is ast.Assign:
@@ -137,6 +157,7 @@ class TreeEvidence:
                     self.indexed_device_string = True
             elif kind is ast.alias:
                 self.scaler_class_named |= "GradScaler" in node.name
+                self.autocast_named |= "autocast" in node.name.lower()
                 # ``from torch import autocast`` binds the name its calls are read through; ``as ac``
                 # would hide it. ``from torch import device as d`` likewise hides a device call.
                 if node.asname is not None:
@@ -160,8 +181,12 @@ def _needs_enabled_autocast(evidence: TreeEvidence) -> bool:
 
 
 def _amp015_may_report(evidence: TreeEvidence) -> bool:
-    """AMP015 also judges disabled autocasts: its findings need a ``device_type`` that is an indexed
-    string or f-string, a ``torch.device(...)`` call, or a variable holding one of those."""
+    """AMP015 judges the ``device_type`` of every autocast call, disabled ones too: its findings
+    need an autocast call (whose callee, or the import binding it, is then named like one), and a
+    ``device_type`` that is an indexed string or f-string, a ``torch.device(...)`` call, or a
+    variable holding one of those."""
+    if not evidence.autocast_named:
+        return False  # ``autocast`` only in strings and comments: no autocast call at all
     return not (evidence.autocast_always_off and evidence.autocast_arguments_plain
                 and not evidence.device_call and not evidence.indexed_device_string)
 
@@ -186,6 +211,16 @@ def _amp006_may_report(evidence: TreeEvidence) -> bool:
     return evidence.scaler_evidence or evidence.scaler_wrapper_call
 
 
+def _amp021_may_report(evidence: TreeEvidence) -> bool:
+    """AMP021 reports a call that passes both flags of an exclusive pair as literal ``True``."""
+    return evidence.exclusive_flags_together
+
+
+def _amp022_may_report(evidence: TreeEvidence) -> bool:
+    """AMP022 reports a ``.backward()`` call beside an ``accelerator.prepare(...)`` assignment."""
+    return evidence.backward_method_call and evidence.prepare_method_call
+
+
 GATES = {
     "AMP002": _needs_enabled_autocast,
     "AMP005": _amp005_may_report,
@@ -198,6 +233,8 @@ GATES = {
     "AMP016": _needs_enabled_autocast,
     "AMP017": _needs_a_scaler,
     "AMP018": _needs_enabled_autocast,
+    "AMP021": _amp021_may_report,
+    "AMP022": _amp022_may_report,
 }
 
 
