@@ -187,7 +187,7 @@ TIME_SERIES = dedent("""\
             return scaled * scale
 """)
 
-SCALER_RULES = {"AMP006", "AMP008", "AMP009", "AMP012", "AMP017"}
+SCALER_RULES = {"AMP003", "AMP006", "AMP007", "AMP008", "AMP009", "AMP012", "AMP017"}
 
 
 def test_a_model_whose_scaler_is_a_mean_scaler_is_not_asked_about_gradscalers():

@@ -200,7 +200,8 @@ def _amp005_may_report(evidence: TreeEvidence) -> bool:
 
 
 def _needs_a_scaler(evidence: TreeEvidence) -> bool:
-    """AMP008, AMP009, AMP012, AMP017 report only on the events of a GradScaler of the file."""
+    """AMP003, AMP007, AMP008, AMP009, AMP012, AMP017 report only on the events of a GradScaler
+    of the file (a step, update or unscale_ of it, a backward it scales)."""
     return evidence.scaler_evidence
 
 
@@ -223,8 +224,10 @@ def _amp022_may_report(evidence: TreeEvidence) -> bool:
 
 GATES = {
     "AMP002": _needs_enabled_autocast,
+    "AMP003": _needs_a_scaler,
     "AMP005": _amp005_may_report,
     "AMP006": _amp006_may_report,
+    "AMP007": _needs_a_scaler,
     "AMP008": _needs_a_scaler,
     "AMP009": _needs_a_scaler,
     "AMP012": _needs_a_scaler,
