@@ -170,7 +170,7 @@ def test_show_settings_shows_the_first_files_settings(cli, files, tmp_path):
     assert "AMP001" in enabled and "AMP005" not in enabled and "AMP013" not in enabled
     assert 'ignore = ["AMP005"]' in lines
     assert 'unfixable = ["AMP001"]' in lines
-    assert 'target-torch = "2.2"' in lines
+    assert 'target-torch = "2.2"  # from pyproject.toml' in lines
     assert 'per-file-ignores = {"a.py": ["AMP013"]}' in lines
 
 

@@ -12,19 +12,26 @@ from amplint.settings import Settings
 
 
 def settings_for_directory(directory: str | Path, respect_noqa: bool = True) -> Settings:
-    """Settings from the nearest ``amplint.toml`` / ``[tool.amplint]`` at or above ``directory``.
+    """Settings from the nearest ``amplint.toml`` / ``[tool.amplint]`` at or above ``directory``,
+    with ``target-torch`` inferred from the project's torch requirement when the file sets none.
 
     Raises :class:`amplint.config.ConfigError` (a one-line message) for an invalid file.
     """
     from amplint.config import resolve_config
 
     config = resolve_config(None, Path(directory))
+    target = config.target_torch
+    if target is None:
+        from amplint.torch_requirement import infer_for_run
+
+        inferred = infer_for_run(config.path, Path(directory))
+        target = inferred.release if inferred is not None else None
     return Settings(
         select=config.select or (),
         extend_select=config.extend_select,
         ignore=config.ignore,
         per_file_ignores=config.per_file_ignores,
-        target_torch=config.target_torch,
+        target_torch=target,
         root=str(config.root.resolve()),
         respect_noqa=respect_noqa,
         unfixable=config.unfixable,

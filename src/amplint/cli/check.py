@@ -81,7 +81,10 @@ def run_check(paths: list[str], **options) -> int:
 
         found = find_files(paths or ["."], config, options, report=True, quiet=True)
         if options["show_settings"]:
-            show_settings(settings, config, options, found.files, output_format)
+            from amplint.cli.settings import target_torch_and_origin
+
+            _, origin = target_torch_and_origin(config, start, options)
+            show_settings(settings, config, options, found.files, output_format, origin)
         else:
             for path in sorted(found.files, key=lambda p: _display(p)):
                 echo(_display(path))

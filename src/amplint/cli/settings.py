@@ -55,7 +55,7 @@ def resolve_run_config(paths: list[str], options: dict):
 
 
 def settings_and_config(paths: list[str], options: dict):
-    from amplint.settings import SelectionError, Settings, parse_torch_version
+    from amplint.settings import SelectionError, Settings
 
     config, start = resolve_run_config(paths, options)
     cli_select = _split(options["select"])
@@ -65,12 +65,7 @@ def settings_and_config(paths: list[str], options: dict):
     for option, selectors in (("--select", cli_select), ("--extend-select", cli_extend), ("--ignore", cli_ignore),
                               ("--unfixable", cli_unfixable)):
         _check_selectors(option, selectors)
-    target = config.target_torch
-    if options["target_torch"]:
-        try:
-            target = parse_torch_version(options["target_torch"])
-        except SelectionError as exc:
-            raise Failure(f"--target-torch: {exc}") from None
+    target, _ = target_torch_and_origin(config, start, options)
     settings = Settings(
         select=cli_select or (config.select or ()),
         extend_select=(() if cli_select else config.extend_select) + cli_extend,
@@ -89,12 +84,35 @@ def settings_and_config(paths: list[str], options: dict):
     return settings, config, start
 
 
+def target_torch_and_origin(config, start: Path, options: dict) -> tuple[tuple[int, int] | None, str]:
+    """The run's ``target-torch`` and where it came from: ``--target-torch``, the configuration
+    file, or inferred from the project's torch requirement (not under ``--isolated``)."""
+    from amplint.config import display_path
+    from amplint.settings import SelectionError, parse_torch_version
+
+    if options["target_torch"]:
+        try:
+            return parse_torch_version(options["target_torch"]), "from --target-torch"
+        except SelectionError as exc:
+            raise Failure(f"--target-torch: {exc}") from None
+    if config.target_torch is not None:
+        return config.target_torch, f"from {display_path(config.path) if config.path is not None else 'settings'}"
+    if options["isolated"]:
+        return None, "--isolated: no project file read"
+    from amplint.torch_requirement import infer_for_run
+
+    inferred = infer_for_run(config.path, start if start.exists() else Path.cwd())
+    if inferred is None:
+        return None, "no target-torch set and no torch lower bound found in the project"
+    return inferred.release, inferred.describe()
+
+
 def extension_map(config, options) -> dict[str, str]:
     """Extension (no dot) -> language, the configuration's ``extension`` table below ``--extension``."""
     return {**dict(config.extension), **dict(parse_extensions(options["extension"]))}
 
 
-def show_settings(settings, config, options, files, output_format: str) -> None:
+def show_settings(settings, config, options, files, output_format: str, target_origin: str = "") -> None:
     """``--show-settings``: what the first file found would be checked with, as ``key = value`` lines."""
     import json
 
@@ -128,4 +146,5 @@ def show_settings(settings, config, options, files, output_format: str) -> None:
     echo(f"Project root: {config.root.resolve()}")
     echo(f"Enabled rules: {', '.join(enabled) if enabled else '(none)'}")
     for key, value in rows:
-        echo(f"{key} = {json.dumps(value)}")
+        note = f"  # {target_origin}" if key == "target-torch" and target_origin else ""
+        echo(f"{key} = {json.dumps(value)}{note}")
