@@ -10,6 +10,7 @@ import libcst as cst
 
 import amplint.amp.catalogue as API
 from amplint.semantic.records import Context, ImportRecord, Reference
+import amplint.semantic.syntax as S
 
 
 @dataclass(frozen=True)
@@ -183,14 +184,77 @@ class CompatFacts:
                 out.append(DeprecatedImport(record, alias, bound, API.canonical(target), new, line))
         return out
 
+    def hasattr_probe(self, test: cst.BaseExpression, scope) -> tuple[cst.Call, str, bool] | None:
+        """``test`` is ``hasattr(X, "name")`` or ``not hasattr(X, "name")``: the call, the
+        canonical name it asks for (``torch.cuda.amp.custom_fwd``) and whether a true answer
+        takes the ``if`` body."""
+        present = True
+        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+            test, present = test.expression, False
+        if not (isinstance(test, cst.Call) and isinstance(test.func, cst.Name) and test.func.value == "hasattr"):
+            return None
+        if len(test.args) != 2 or any(arg.keyword is not None or arg.star for arg in test.args):
+            return None
+        owner, member = test.args[0].value, test.args[1].value
+        if not isinstance(member, cst.SimpleString):
+            return None
+        owner_name = self.facts.bindings.qualname(owner, scope)
+        name = member.evaluated_value
+        if owner_name is None or not isinstance(name, str):
+            return None
+        return test, API.canonical(f"{owner_name}.{name}"), present
+
+    def deprecated_guard(self, ref: Reference, qualname: str) -> tuple[cst.Call, cst.Call] | None:
+        """The ``hasattr(torch.cuda.amp, "custom_fwd")`` of the innermost ``if`` around ``ref`` that
+        asks for the deprecated name ``ref`` uses, with the same question asked of its replacement
+        (``hasattr(torch.amp, "custom_fwd")``): rewritten with the use, the guard and its body keep
+        asking for one API. ``None`` when no such guard is written through ``torch`` itself."""
+        replacement = DEPRECATED_API[qualname]
+        for branch in reversed(ref.ctx.branches):
+            if not isinstance(branch.node, cst.If) or branch.part not in ("body", "orelse"):
+                continue
+            probe = self.hasattr_probe(branch.node.test, ref.ctx.scope)
+            if probe is None or probe[1] != qualname:
+                continue
+            call = probe[0]
+            owner, member = call.args[0].value, call.args[1].value
+            if replacement.legacy_function:
+                if self.facts.bindings.qualname(owner, ref.ctx.scope) != "torch":
+                    return None
+                new_member = cst.SimpleString(f"{member.value[0]}{replacement.member}{member.value[0]}")  # type: ignore[attr-defined]
+                return call, call.with_deep_changes(call.args[1], value=new_member)
+            parts = S.dotted_parts(owner)
+            head = self.facts.bindings.lookup(parts[0], ref.ctx.scope) if parts else None
+            if head != "torch" or len(parts) != 3 or parts[1] not in ("cuda", "cpu"):
+                return None  # ``hasattr(amp, ...)`` follows the import it names when that is rewritten
+            base = owner
+            while isinstance(base, cst.Attribute):
+                base = base.value
+            return call, call.with_deep_changes(call.args[0], value=cst.Attribute(value=base, attr=cst.Name("amp")))
+        return None
+
+    def _asks_for_new_api_elsewhere(self, ctx: Context, new_api) -> bool:
+        """``ctx`` is the branch an ``if hasattr(<new API>)`` takes when the new API is missing:
+        ``if not hasattr(torch.amp, "GradScaler"): <here>`` or the ``else`` of ``if hasattr(...)``."""
+        for branch in ctx.branches:
+            if not isinstance(branch.node, cst.If) or branch.part not in ("body", "orelse"):
+                continue
+            probe = self.hasattr_probe(branch.node.test, ctx.scope)
+            if probe is not None and new_api(probe[1]) and probe[2] == (branch.part == "orelse"):
+                return True
+        return False
+
     def is_compat_fallback(self, node: cst.CSTNode, ctx: Context, new_api) -> bool:
         """``node`` runs only when a newer API is unavailable.
 
         True in the ``except`` of a ``try`` whose body uses the new API, in the branch of
         an ``if``/conditional expression whose other branch uses it, and after
         ``if <new API available>: ... return`` (a version check alone proves nothing:
-        the newer branch may still use the old names).
+        the newer branch may still use the old names), and in the branch an ``if hasattr(<new
+        API>)`` takes when the new API is missing.
         """
+        if self._asks_for_new_api_elsewhere(ctx, new_api):
+            return True
         for branch in ctx.branches:
             owner = branch.node
             if isinstance(owner, cst.Try) and branch.part == "handler" and self._mentions(owner.body, new_api):

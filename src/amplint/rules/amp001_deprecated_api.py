@@ -33,6 +33,9 @@ class _Group:
     uses: list[_Use] = field(default_factory=list)
     rewrite: ImportRewrite = field(default_factory=ImportRewrite)
     record: ImportRecord | None = None
+    # ``hasattr(torch.cuda.amp, "custom_fwd")`` -> ``hasattr(torch.amp, "custom_fwd")`` for the
+    # guard around the uses, so that it asks for the API its body now uses.
+    guard_edits: dict = field(default_factory=dict)
 
 
 class DeprecatedAmpApi(Rule):
@@ -73,7 +76,8 @@ class DeprecatedAmpApi(Rule):
     in the file (a re-export), or that is also bound by a stand-in (`class GradScaler: ...` in the
     `except` arm, `GradScaler = None` in the `else` of a version gate). Code that keeps the old name
     only where the new one is missing is left alone: the `except` arm of a `try` that uses or imports
-    the `torch.amp` name, or the branch of an `if` whose other branch does.
+    the `torch.amp` name, the branch of an `if` whose other branch does, and the branch an
+    `if hasattr(torch.amp, "GradScaler")` (or `if not hasattr(...)`) takes when the name is missing.
 
     ## Fix safety
     The fix is safe: it inserts the device type the old class hard-coded and turns positional
@@ -81,7 +85,11 @@ class DeprecatedAmpApi(Rule):
     every use of the imported name is rewritten; calls with `*args`/`**kwargs` to `autocast` and
     uses other than a call, a decorator or an annotation (`isinstance(x, autocast)`, `ctx = autocast`)
     are reported without a fix, and so are reported imports. An annotation is rewritten to the `torch.amp`
-    class, which the old class subclasses, so every value it allowed is still allowed. With `target-torch` below 2.3 `GradScaler` is not rewritten, below 2.4
+    class, which the old class subclasses, so every value it allowed is still allowed. A guard that asks
+    for the old name (`if hasattr(torch.cuda.amp, "custom_fwd"):`, `hasattr(torch, "get_autocast_gpu_dtype")`)
+    is rewritten in the same fix as the uses it guards, so that it asks for the new name; when one of
+    those uses cannot be rewritten, neither the guard nor the others are. With `target-torch` (set,
+    or inferred from the project's `torch>=` requirement) below 2.3 `GradScaler` is not rewritten, below 2.4
     `custom_fwd`/`custom_bwd` and the legacy functions are not rewritten. The new `autocast`'s
     `dtype=None` and `cache_enabled=None` defaults inherit the surrounding autocast state where the
     old classes hard-coded fp16/bf16 and `True`; outside any other autocast region this is the same.
@@ -217,12 +225,17 @@ class DeprecatedAmpApi(Rule):
             use = _Use(ref, qualname)
             self._plan_use(use)
             key, record = rewrite_group(facts, ref)
+            guard = facts.compat.deprecated_guard(ref, qualname) if record is None else None
+            if guard is not None:
+                key = f"guard:{id(guard[0])}"  # every use the guard covers changes with it
             group = groups.get(key)
             if group is None:
                 group = groups[key] = _Group(key)
                 if record is not None:
                     group.rewrite = rewrite_import(record, ref.parts[0], torch_amp_location)
                     group.record = record
+                if guard is not None:
+                    group.guard_edits[guard[0]] = guard[1]
             group.uses.append(use)
         for group in groups.values():
             yield from self._report(group)
@@ -319,6 +332,7 @@ class DeprecatedAmpApi(Rule):
         changes: dict | None = None
         if blocked is None and all(use.replacement is not None for use in group.uses):
             changes = dict(group.rewrite.changes)
+            changes.update(group.guard_edits)
             changes.update({use.target: use.replacement for use in group.uses})
         for use in group.uses:
             new = DEPRECATED_API[use.qualname].spelling

@@ -1,0 +1,169 @@
+"""AMP001 on compatibility shims: a guard and the code it guards are rewritten together or not
+at all, and code that runs only where the new API is missing is left alone. Each case is the
+exact text before and after ``--fix``."""
+
+from __future__ import annotations
+
+from textwrap import dedent
+
+import pytest
+
+from amplint.engine import lint_text
+from amplint.settings import Settings
+
+
+def fixed(source: str, target: tuple[int, int] | None = None) -> tuple[str, list]:
+    settings = Settings(select=("AMP001",), target_torch=target)
+    findings = lint_text(source, "shim.py", settings).findings
+    result = lint_text(source, "shim.py", settings, fix=True)
+    return (result.source if result.source is not None else source), findings
+
+
+HASATTR_GUARD = dedent("""\
+    import torch
+
+    if hasattr(torch.cuda.amp, "custom_fwd"):
+        fwd = torch.cuda.amp.custom_fwd(cast_inputs=torch.float32)
+        bwd = torch.cuda.amp.custom_fwd(cast_inputs=torch.float16)
+    else:
+        fwd = bwd = lambda f: f
+""")
+
+
+def test_a_hasattr_guard_is_rewritten_with_its_body():
+    after, findings = fixed(HASATTR_GUARD)
+    assert len(findings) == 2
+    assert after == dedent("""\
+        import torch
+
+        if hasattr(torch.amp, "custom_fwd"):
+            fwd = torch.amp.custom_fwd(device_type="cuda", cast_inputs=torch.float32)
+            bwd = torch.amp.custom_fwd(device_type="cuda", cast_inputs=torch.float16)
+        else:
+            fwd = bwd = lambda f: f
+    """)
+
+
+def test_a_negated_guard_is_rewritten_with_the_branch_that_uses_the_name():
+    source = dedent("""\
+        import torch
+
+        if not hasattr(torch.cpu.amp, "GradScaler"):
+            scaler = None
+        else:
+            scaler = torch.cpu.amp.GradScaler(enabled=True)
+    """)
+    after, _ = fixed(source)
+    assert after == dedent("""\
+        import torch
+
+        if not hasattr(torch.amp, "GradScaler"):
+            scaler = None
+        else:
+            scaler = torch.amp.GradScaler("cpu", enabled=True)
+    """)
+
+
+def test_a_legacy_function_guard_asks_for_the_new_function():
+    source = dedent("""\
+        import torch
+
+        def autocast_dtype():
+            if hasattr(torch, "get_autocast_gpu_dtype"):
+                return torch.get_autocast_gpu_dtype()
+            return torch.float16
+    """)
+    after, _ = fixed(source)
+    assert after == dedent("""\
+        import torch
+
+        def autocast_dtype():
+            if hasattr(torch, "get_autocast_dtype"):
+                return torch.get_autocast_dtype("cuda")
+            return torch.float16
+    """)
+
+
+@pytest.mark.parametrize("target", [(2, 2), (2, 3)])
+def test_below_the_new_apis_torch_neither_guard_nor_body_changes(target):
+    after, findings = fixed(HASATTR_GUARD, target)
+    assert after == HASATTR_GUARD
+    assert len(findings) == 2 and all(f.fix is None for f in findings)
+    assert "needs torch >= 2.4" in findings[0].no_fix_reason
+
+
+def test_a_guard_over_a_use_that_cannot_be_rewritten_stays():
+    source = dedent("""\
+        import torch
+
+        if hasattr(torch.cuda.amp, "custom_fwd"):
+            custom_fwd = torch.cuda.amp.custom_fwd
+        else:
+            def custom_fwd(fn):
+                return fn
+    """)
+    after, findings = fixed(source)
+    assert after == source
+    assert [f.fix for f in findings] == [None]
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        # The body runs only where torch.amp has no GradScaler: torch.amp.GradScaler there would raise.
+        """\
+        import torch
+
+        if not hasattr(torch.amp, "GradScaler"):
+            scaler = torch.cuda.amp.GradScaler()
+        """,
+        """\
+        import torch
+
+        if hasattr(torch.amp, "custom_fwd"):
+            pass
+        else:
+            custom_fwd = torch.cuda.amp.custom_fwd
+        """,
+        """\
+        import torch
+
+        def autocast_dtype():
+            if not hasattr(torch, "get_autocast_dtype"):
+                return torch.get_autocast_gpu_dtype()
+            return torch.get_autocast_dtype("cuda")
+        """,
+        # Both arms already agree: the except arm is the old torch's, and rewriting it would
+        # only make it a copy of the try.
+        """\
+        try:
+            from torch.amp import GradScaler
+        except ImportError:
+            from torch.cuda.amp import GradScaler
+
+        scaler = GradScaler()
+        """,
+    ],
+    ids=["not-hasattr-new", "else-of-hasattr-new", "not-hasattr-new-function", "try-new-except-old"],
+)
+@pytest.mark.parametrize("target", [None, (2, 2)])
+def test_code_that_runs_only_without_the_new_api_is_left_alone(source, target):
+    source = dedent(source)
+    after, findings = fixed(source, target)
+    assert findings == [] and after == source
+
+
+def test_a_try_import_with_a_stand_in_is_reported_without_a_fix():
+    source = dedent("""\
+        try:
+            from torch.cuda import amp
+        except ImportError:
+            amp = None
+
+        def make(enabled):
+            return amp.GradScaler(enabled=enabled)
+    """)
+    after, findings = fixed(source)
+    assert after == source
+    assert [(f.location.row, f.fix) for f in findings] == [(2, None)]
+    assert "also bound on line 4" in findings[0].no_fix_reason
