@@ -153,17 +153,119 @@ def test_code_that_runs_only_without_the_new_api_is_left_alone(source, target):
     assert findings == [] and after == source
 
 
-def test_a_try_import_with_a_stand_in_is_reported_without_a_fix():
+STAND_IN = dedent("""\
+    try:
+        from torch.cuda import amp
+    except ImportError:
+        amp = None
+
+    def make(enabled):
+        if amp is None:
+            return None
+        return amp.GradScaler(enabled=enabled)
+""")
+
+
+def test_a_try_import_with_a_none_stand_in_moves_with_its_uses():
+    after, findings = fixed(STAND_IN)
+    assert [f.location.row for f in findings] == [2]
+    assert after == dedent("""\
+        try:
+            from torch import amp
+        except ImportError:
+            amp = None
+
+        def make(enabled):
+            if amp is None:
+                return None
+            return amp.GradScaler("cuda", enabled=enabled)
+    """)
+
+
+def test_a_from_import_of_two_names_with_stand_ins_moves_as_one():
     source = dedent("""\
+        try:
+            from torch.cuda.amp import autocast, GradScaler
+        except ImportError:
+            autocast = GradScaler = None
+
+        def step(model, x):
+            with autocast(True):
+                y = model(x)
+            return y, GradScaler(init_scale=1024)
+    """)
+    after, findings = fixed(source)
+    assert len(findings) == 2
+    assert after == dedent("""\
+        try:
+            from torch.amp import autocast, GradScaler
+        except ImportError:
+            autocast = GradScaler = None
+
+        def step(model, x):
+            with autocast("cuda", enabled=True):
+                y = model(x)
+            return y, GradScaler("cuda", init_scale=1024)
+    """)
+
+
+def test_a_stand_in_below_the_target_that_has_the_new_api_is_left_alone():
+    after, findings = fixed(STAND_IN, (2, 2))
+    assert after == STAND_IN and [f.fix for f in findings] == [None]
+
+
+@pytest.mark.parametrize(
+    ("source", "why"),
+    [
+        ("""\
+        try:
+            from torch.cuda.amp import GradScaler
+        except ImportError:
+            class GradScaler:
+                def __init__(self, enabled=False):
+                    pass
+
+        scaler = GradScaler()
+        """, "a stub class would receive the device as `enabled`"),
+        ("""\
         try:
             from torch.cuda import amp
         except ImportError:
             amp = None
 
-        def make(enabled):
-            return amp.GradScaler(enabled=enabled)
-    """)
+        state = amp.grad_scaler.OptState
+        scaler = amp.GradScaler()
+        """, "a use the rewrite does not know"),
+        ("""\
+        try:
+            from torch.cuda import amp
+        except ImportError:
+            amp = None
+
+        ctx = amp.autocast if amp else None
+        """, "a use as a value"),
+        ("""\
+        try:
+            from torch.cuda import amp
+        except AttributeError:
+            amp = None
+
+        scaler = amp.GradScaler()
+        """, "the stand-in is not for a failed import"),
+        ("""\
+        try:
+            from torch.cuda import amp
+        except ImportError:
+            amp = None
+
+        def build(helper):
+            return helper(amp), amp.GradScaler()
+        """, "the module handed on: a torch.amp there would need the device"),
+    ],
+    ids=["stub-class", "unknown-member", "value-use", "other-exception", "module-handed-on"],
+)
+def test_other_stand_ins_are_reported_without_a_fix(source, why):
+    source = dedent(source)
     after, findings = fixed(source)
-    assert after == source
-    assert [(f.location.row, f.fix) for f in findings] == [(2, None)]
-    assert "also bound on line 4" in findings[0].no_fix_reason
+    assert after == source, why
+    assert findings and all(f.fix is None for f in findings)

@@ -244,6 +244,65 @@ class CompatFacts:
                 return True
         return False
 
+    def stand_in_uses(self, found: DeprecatedImport) -> list[tuple[Reference, str]] | None:
+        """``try: from torch.cuda import amp / except ImportError: amp = None``: the uses of the
+        imported name with their canonical deprecated names, when the name's only other bindings
+        are ``= None`` stand-ins in an ``except ImportError`` of the ``try`` that imports it. The
+        import and these uses can move to ``torch.amp`` together: the ``except`` then catches the
+        new import failing, and the stand-in keeps meaning "this torch lacks it". ``None`` when
+        the name is bound otherwise or has a use other than a deprecated name and ``is None``."""
+        record, bound = found.record, found.bound
+        guard = next(
+            (b.node for b in reversed(record.ctx.branches) if isinstance(b.node, cst.Try) and b.part == "body"), None
+        )
+        if guard is None:
+            return None
+        handlers = [
+            handler for handler in guard.handlers
+            if handler.type is not None and ("ImportError" in (caught := self.facts.code(handler.type))
+                                             or "ModuleNotFoundError" in caught)
+        ]
+        bindings = self.facts.bindings.bindings_of(bound, record.scope)
+        imports = [b for b in bindings if b.is_import]
+        if len(imports) != 1 or imports[0].node is not found.alias:
+            return None
+        for binding in bindings:
+            if binding.is_import:
+                continue
+            if not (isinstance(binding.value, cst.Name) and binding.value.value == "None" and binding.node is not None
+                    and any(self.facts.tree.within(binding.node, handler) for handler in handlers)):
+                return None
+        uses = []
+        for ref in self.facts.references:
+            if ref.parts[0] != bound or self.facts.bindings.bindings_of(bound, ref.ctx.scope) != bindings:
+                continue
+            if any(self.facts.tree.within(ref.node, handler) for handler in guard.handlers):
+                continue
+            if len(ref.parts) == 1 and self._tests_presence(ref):
+                continue  # ``if GradScaler is None:`` asks the same of either import
+            qualname = API.canonical(".".join((found.qualname, *ref.parts[1:])))
+            if qualname in DEPRECATED_API and not DEPRECATED_API[qualname].legacy_function:
+                uses.append((ref, qualname))
+            else:
+                return None  # ``amp.grad_scaler.OptState``, ``helper(amp)``: not a use this rewrite knows
+        return uses
+
+    @staticmethod
+    def _tests_presence(ref: Reference) -> bool:
+        """``ref`` is only compared with ``None`` (``x is None``, ``x is not None``)."""
+        stmt = ref.ctx.stmt
+        pending = [stmt.test] if isinstance(stmt, (cst.If, cst.While)) else [stmt] if stmt is not None else []
+        while pending:
+            node = pending.pop()
+            if isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
+                target = node.comparisons[0]
+                sides = (node.left, target.comparator)
+                if ref.node in sides and isinstance(target.operator, (cst.Is, cst.IsNot)):
+                    other = sides[1] if sides[0] is ref.node else sides[0]
+                    return isinstance(other, cst.Name) and other.value == "None"
+            pending.extend(node.children)
+        return False
+
     def is_compat_fallback(self, node: cst.CSTNode, ctx: Context, new_api) -> bool:
         """``node`` runs only when a newer API is unavailable.
 

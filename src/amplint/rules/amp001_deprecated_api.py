@@ -88,7 +88,12 @@ class DeprecatedAmpApi(Rule):
     class, which the old class subclasses, so every value it allowed is still allowed. A guard that asks
     for the old name (`if hasattr(torch.cuda.amp, "custom_fwd"):`, `hasattr(torch, "get_autocast_gpu_dtype")`)
     is rewritten in the same fix as the uses it guards, so that it asks for the new name; when one of
-    those uses cannot be rewritten, neither the guard nor the others are. With `target-torch` (set,
+    those uses cannot be rewritten, neither the guard nor the others are. An import whose
+    `except ImportError` arm binds `None` in its place (`try: from torch.cuda import amp` /
+    `except ImportError: amp = None`) is rewritten with all its uses, the stand-in kept: the arm then
+    catches the new import failing. Its names may be used only as rewritable calls, decorators or
+    annotations and in `is None` tests; a stub class in the arm, or any other use, leaves it to be
+    changed by hand. With `target-torch` (set,
     or inferred from the project's `torch>=` requirement) below 2.3 `GradScaler` is not rewritten, below 2.4
     `custom_fwd`/`custom_bwd` and the legacy functions are not rewritten. The new `autocast`'s
     `dtype=None` and `cache_enabled=None` defaults inherit the surrounding autocast state where the
@@ -104,7 +109,8 @@ class DeprecatedAmpApi(Rule):
     summary = "Deprecated `torch.cuda.amp` / `torch.cpu.amp` API"
     fix_safety = FixSafety.SAFE
     fix_withheld = (
-        "when an imported name has uses that are not rewritten or is bound again, for "
+        "when an imported name has uses that are not rewritten or is bound again (other than a `None` "
+        "stand-in for a failed import), for "
         "`*args`/`**kwargs`, a bare `@autocast` or a use as a value, and below the `target-torch` that "
         "has the new spelling"
     )
@@ -239,8 +245,37 @@ class DeprecatedAmpApi(Rule):
             group.uses.append(use)
         for group in groups.values():
             yield from self._report(group)
-        for unreported in facts.compat.unreported_deprecated_imports:
-            yield self._report_import(unreported)
+        unreported = facts.compat.unreported_deprecated_imports
+        fixes: dict[int, Fix | None] = {}  # one fix per import statement
+        for found in unreported:
+            key = id(found.record.node)
+            if key not in fixes:
+                fixes[key] = self._stand_in_fix([f for f in unreported if f.record is found.record])
+            yield self._report_import(found, fixes[key])
+
+    def _stand_in_fix(self, imports: list[DeprecatedImport]) -> Fix | None:
+        """The fix of an import whose ``except ImportError`` binds ``None`` in its place: the
+        import statement and every use of its names move to ``torch.amp`` together, or nothing does."""
+        record = imports[0].record
+        if len(imports) != len(record.aliases):
+            return None  # a name of the statement is fixed (or not) with its own uses
+        group = _Group(f"standin:{id(record.node)}", record=record)
+        for found in imports:
+            rewrite = rewrite_import(record, found.bound, torch_amp_location)
+            uses = self.facts.compat.stand_in_uses(found)
+            if rewrite.blocked or not rewrite.changes or uses is None:
+                return None
+            group.rewrite.changes.update(rewrite.changes)
+            for ref, qualname in uses:
+                use = _Use(ref, qualname)
+                self._plan_use(use)
+                if use.replacement is None:
+                    return None
+                group.uses.append(use)
+        changes = dict(group.rewrite.changes)
+        changes.update({use.target: use.replacement for use in group.uses})
+        home = imports[0].new.rpartition(".")[0] if imports[0].new != "torch.amp" else "torch"
+        return Fix.safe(f"Import from `{home}` and pass the device type", changes, group=group.key)
 
     # -- planning one use
     def _plan_use(self, use: _Use) -> None:
@@ -341,6 +376,6 @@ class DeprecatedAmpApi(Rule):
             fix = Fix.safe(f"Rewrite to `{new.split('(')[0]}`", changes, group=group.key) if changes else None
             yield self.violation(use.ref.node, message, fix=fix or NoFix(f"no fix: {use.reason or blocked}"))
 
-    def _report_import(self, found: DeprecatedImport) -> Violation:
+    def _report_import(self, found: DeprecatedImport, fix: Fix | None = None) -> Violation:
         message = f"`{found.qualname}` is deprecated; use `{found.spelling}`"
-        return self.violation(found.alias, message, fix=NoFix(f"no fix: {found.no_fix_reason}"))
+        return self.violation(found.alias, message, fix=fix or NoFix(f"no fix: {found.no_fix_reason}"))
