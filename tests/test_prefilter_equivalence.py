@@ -117,17 +117,63 @@ def test_corpus_results_do_not_depend_on_the_prefilter():
 def test_the_prefilter_searches_for_each_trigger_that_contains_no_other():
     # "Some trigger occurs" is the same question when a trigger that contains another is dropped.
     from amplint.rules.catalog import rule_catalog
-    from amplint.selection import prefilter_for
+    from amplint.selection import ANY_CASE_WORDS, any_case_prefilter_for, prefilter_for
 
     codes = frozenset(rule_catalog())
     declared = {t.encode("ascii") for rule in rule_catalog().values() for t in rule.triggers}
     searched = set(prefilter_for(codes))
+    words = set(any_case_prefilter_for(codes))
     assert searched <= declared
+    assert words == {t.lower() for t in declared if t.lower().decode() in ANY_CASE_WORDS}
     for token in declared - searched:
-        assert any(kept in token for kept in searched), token
+        assert any(kept in token for kept in searched) or any(word in token.lower() for word in words), token
     for token in searched:
         assert not any(other != token and other in token for other in searched)
-    assert {b"GradScaler", b"is_autocast_enabled"} <= declared - searched  # the two of today
+        assert not any(word in token.lower() for word in words)
+    assert {b"GradScaler", b"is_autocast_enabled"} <= declared - searched
+    assert words == {b"autocast", b"noqa", b"scaler"}  # the three of today
+
+
+# Files whose only trigger is a word the facts read in any case, spelled so that no trigger
+# occurs as declared: each has findings with the prefilter off, so it must pass the prefilter.
+ANY_CASE_FILES = {
+    "upper-case scaler receiver": (
+        "from helpers import make_amp_state\n\nGRAD_SCALER = make_amp_state()\n\n\n"
+        "def train(model, opt, loader):\n    for x, y in loader:\n        opt.zero_grad()\n"
+        "        loss = model(x).sum()\n        loss.backward()\n        GRAD_SCALER.step(opt)\n"
+    ),
+    "with item named AutoCast": (
+        "import torch\n\n\nclass Trainer:\n    def train(self, model, opt, loader):\n"
+        "        for x in loader:\n            with self.AutoCast():\n                loss = model(x).sum()\n"
+        "                loss.backward()\n            opt.step()\n"
+    ),
+    "mixed-case noqa": "import torch\nx = torch.ones(3)  # Noqa: AMP001\n",
+}
+
+
+@pytest.mark.parametrize("selection", SELECTIONS)
+@pytest.mark.parametrize("name", ANY_CASE_FILES)
+def test_a_trigger_word_read_in_any_case_passes_the_prefilter_in_any_case(name, selection):
+    text = ANY_CASE_FILES[name]
+    on, off = SELECTIONS[selection]
+    expected = _summary(text, "a.py", off)
+    if name == "mixed-case noqa" and selection == "default":
+        assert expected == []  # AMP100 is not a default rule
+    else:
+        assert expected, "the case shows nothing without the prefilter"
+        assert may_have_findings(text.encode(), on, "a.py")
+        assert may_have_findings(text, on, "a.py")
+    assert _summary(text, "a.py", on) == expected
+
+
+def test_the_focused_parse_keeps_a_definition_whose_only_token_is_an_any_case_word():
+    from amplint.focus import focus_source
+
+    text = ("import torch\n\n\ndef unrelated():\n    return 1\n\n\n"
+            "def forward(self, x):\n    with self.AUTOCAST():\n        return self.m(x)\n")
+    focused = focus_source(text, ("autocast",))
+    assert focused is not None
+    assert "AUTOCAST" in focused and "unrelated" not in focused
 
 
 def test_a_file_with_a_rules_trigger_but_not_all_it_requires_is_skipped_for_that_rule():
@@ -146,6 +192,7 @@ NOQA_COMMENTS = [
     "# noqa", "# NOQA", "# noqa: E501", "# noqa:E501,W291", "# noqa: AMP001", "#noqa:amp003",
     "# noqa: E501, AMP005 kept", "# NoQA : F401 AMP100", "# noqa: AMPX1", "# noqa: XAMP1",
     "# type: ignore  # noqa: AMP001, AMP003 legacy", "# ruff: noqa: AMP001", "# noqa AMP001",
+    "# Noqa: AMP001", "# nOQA: E501",
 ]
 
 

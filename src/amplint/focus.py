@@ -50,7 +50,11 @@ def focus_source(text: str, tokens: tuple[str, ...], tree: ast.Module | None = N
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None  # libcst will report the syntax error with its own position
     lines = physical_lines(text)
-    wanted = tokens + EVENT_TOKENS
+    from amplint.selection import any_case
+
+    # Words the facts read in any case (``GRAD_SCALER.step``) keep a definition in any case.
+    exact = tuple(t for t in dict.fromkeys(tokens + EVENT_TOKENS) if not any_case(t))
+    words = tuple({t.lower() for t in tokens + EVENT_TOKENS if any_case(t)})
     keep: set[int] = set()
     drop: set[int] = set()
     passes: set[int] = set()  # first lines of blanked methods, which become ``pass``
@@ -64,7 +68,10 @@ def focus_source(text: str, tokens: tuple[str, ...], tree: ast.Module | None = N
 
     def relevant(span: range) -> bool:
         chunk = "".join(lines[span.start - 1: span.stop - 1])
-        return "import " in chunk or any(token in chunk for token in wanted)
+        if "import " in chunk or any(token in chunk for token in exact):
+            return True
+        lowered = chunk.lower()
+        return any(word in lowered for word in words)
 
     for statement in tree.body:
         span = span_of(statement)

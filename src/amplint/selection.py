@@ -7,6 +7,16 @@ from functools import lru_cache
 
 from amplint.settings import Settings
 
+# Words the facts and the noqa reader read whatever their case: a ``step`` on a receiver named
+# like a scaler (``GRAD_SCALER.step(opt)``), a ``with`` item named like autocast
+# (``with self.AutoCast():``), a ``# NoQA: AMP001`` comment. A trigger or required token that is
+# one of these words, in any spelling, occurs wherever the word occurs in any case.
+ANY_CASE_WORDS = frozenset({"scaler", "autocast", "noqa"})
+
+
+def any_case(token: str) -> bool:
+    return token.lower() in ANY_CASE_WORDS
+
 
 @lru_cache(maxsize=64)
 def rules_for(codes: frozenset[str]) -> tuple[type, ...]:
@@ -42,9 +52,17 @@ def _may_fire(rule, text: str | bytes) -> bool:
     """Whether ``text`` holds one of the rule's triggers (if it declares any), all it requires, and
     a match of its required pattern."""
     as_text = isinstance(text, str)
+    lowered = None
 
     def occurs(token: str) -> bool:
-        return (token if as_text else token.encode("ascii")) in text
+        nonlocal lowered
+        if any_case(token):
+            if lowered is None:
+                lowered = text.lower()
+            haystack, token = lowered, token.lower()
+        else:
+            haystack = text
+        return (token if as_text else token.encode("ascii")) in haystack
 
     if rule.triggers and not any(map(occurs, rule.triggers)) or not all(map(occurs, rule.requires)):
         return False
@@ -68,29 +86,51 @@ def metadata_for(codes: frozenset[str]) -> tuple:
 
 @lru_cache(maxsize=64)
 def prefilter_for(codes: frozenset[str]) -> tuple[bytes, ...] | None:
-    """The enabled rules' declared trigger substrings; ``None`` disables prefiltering.
+    """The enabled rules' declared trigger substrings searched as written; ``None`` disables
+    prefiltering. Triggers that are words read in any case are :func:`any_case_prefilter_for`'s.
 
     Plain substring tests (``in``, a memory search in C) are several times faster
     than one alternation regex over the same tokens, and run on raw bytes so that
     skipped files are never decoded.
     """
-    triggers: set[bytes] = set()
+    exact, _ = _prefilter_tokens(codes) or (None, None)
+    return exact
+
+
+@lru_cache(maxsize=64)
+def any_case_prefilter_for(codes: frozenset[str]) -> tuple[bytes, ...]:
+    """The enabled rules' triggers that are words read in any case, lower-cased: searched in the
+    lower-cased file."""
+    tokens = _prefilter_tokens(codes)
+    return tokens[1] if tokens is not None else ()
+
+
+@lru_cache(maxsize=64)
+def _prefilter_tokens(codes: frozenset[str]) -> tuple[tuple[bytes, ...], tuple[bytes, ...]] | None:
+    exact: set[bytes] = set()
+    words: set[bytes] = set()
     for rule in metadata_for(codes):
         if not rule.triggers:
             return None  # a rule that declares no trigger must see every file
-        triggers.update(t.encode("ascii") for t in rule.triggers)
+        for trigger in rule.triggers:
+            (words.add(trigger.lower().encode("ascii")) if any_case(trigger) else exact.add(trigger.encode("ascii")))
     # A trigger that contains another (``GradScaler``, ``Scaler``) adds nothing to "some
     # trigger occurs", and every file that fails the prefilter is searched for each trigger.
-    return tuple(sorted(t for t in triggers if not any(other != t and other in t for other in triggers)))
+    kept = tuple(sorted(t for t in exact if not any(other != t and other in t for other in exact)
+                        and not any(word in t.lower() for word in words)))
+    return kept, tuple(sorted(words))
 
 
 @lru_cache(maxsize=64)
 def focus_tokens_for(codes: frozenset[str]) -> tuple[str, ...] | None:
+    """The tokens a definition needs for the focused parse to keep it; those that are words read
+    in any case (:data:`ANY_CASE_WORDS`) are kept in any case."""
     triggers = prefilter_for(codes)
     if triggers is None:
         return None
+    words = any_case_prefilter_for(codes)
     extra = {token for rule in metadata_for(codes) for token in (*rule.focus_tokens, *rule.requires)}
-    return tuple(sorted({t.decode("ascii") for t in triggers} | extra))
+    return tuple(sorted({t.decode("ascii") for t in (*triggers, *words)} | extra))
 
 
 def may_have_findings(data: bytes | str, settings: Settings, filename: str) -> bool:
@@ -101,11 +141,18 @@ def may_have_findings(data: bytes | str, settings: Settings, filename: str) -> b
     tokens = prefilter_for(codes)
     if tokens is None:
         return True
+    words = any_case_prefilter_for(codes)
     if isinstance(data, str):
-        some_trigger = any(token.decode("ascii") in data for token in tokens)
+        some_trigger = (any(token.decode("ascii") in data for token in tokens)
+                        or bool(words) and _any_in(tuple(w.decode("ascii") for w in words), data.lower()))
     elif data.startswith((b"\xff\xfe", b"\xfe\xff")):  # UTF-16/32: bytes say nothing about tokens
         return True
     else:
-        some_trigger = any(token in data for token in tokens)
+        # Lower-casing copies the file: done only for a file with no trigger as written, once.
+        some_trigger = any(token in data for token in tokens) or bool(words) and _any_in(words, data.lower())
     # Most files hold no trigger and end here; the few that do are asked rule by rule.
     return some_trigger and any(_may_fire(rule, data) for rule in metadata_for(codes))
+
+
+def _any_in(tokens: tuple, data: bytes | str) -> bool:
+    return any(token in data for token in tokens)
