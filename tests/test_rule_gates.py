@@ -25,7 +25,11 @@ AUTOCAST_RULES = {"AMP002", "AMP005", "AMP013", "AMP015", "AMP016", "AMP018"}
 
 
 def _gated_away(text: str) -> set[str]:
-    return set(GATES) - codes_that_may_report(frozenset(GATES), ast.parse(text))
+    tree = ast.parse(text)
+    whole = set(GATES) - codes_that_may_report(frozenset(GATES), tree)
+    # With the source, the walk skips the statements that hold no word a flag needs: same verdicts.
+    assert set(GATES) - codes_that_may_report(frozenset(GATES), tree, text=text) == whole
+    return whole
 
 
 def _examples(code: str) -> list[str]:
@@ -116,6 +120,11 @@ DEVICE_CASES = {
     "device import as": ("from torch import device as D\nd = D('cuda')\nwith torch.autocast(d, enabled=False):\n    pass\n", True),
     "plain type": ("with torch.autocast(device_type='cuda', enabled=False):\n    pass\n", False),
     "docstring colon": ('"""Args: x"""\nwith torch.autocast(t, enabled=False):\n    pass\n', False),
+    # The string in a statement the walk skips (no word a flag needs): found all the same.
+    "unwalked indexed string": ("DEV = 'cuda:1'\nwith torch.autocast(DEV, enabled=False):\n    pass\n", True),
+    "unwalked escaped colon": ("DEV = 'cuda\\x3a1'\nwith torch.autocast(DEV, enabled=False):\n    pass\n", True),
+    "unwalked whitespace escape": ("DEV = 'cuda:\\t1\\n'\nwith torch.autocast(DEV, enabled=False):\n    pass\n", True),
+    "unwalked slice and dict": ("X = y[1:2]\nZ = {'a': 'b'}\nwith torch.autocast(t, enabled=False):\n    pass\n", False),
 }
 
 
@@ -126,6 +135,28 @@ def test_amp015_runs_wherever_a_device_type_may_be_an_indexed_device_or_a_torch_
     if judged:
         codes = [f[0] for f in _findings(source, ON)]
         assert codes.count("AMP015") == 1 and codes == [f[0] for f in _findings(source, OFF)]
+
+
+@pytest.mark.parametrize("constant", ["('cuda'  # kind\n       ':1')", "'cuda:' '1'", "'cuda' r':1'"])
+def test_an_indexed_string_written_in_parts_in_a_statement_not_walked_keeps_amp015(constant):
+    source = f"import torch\nDEV = {constant}\nwith torch.autocast(DEV, enabled=False):\n    pass\n"
+    assert "AMP015" not in _gated_away(source)
+
+
+def test_an_identifier_python_normalises_to_autocast_is_walked():
+    # U+FF41 (fullwidth a) is read as "a" by Python: the statement is not ASCII, so it is walked.
+    source = "import torch\n\n\ndef f():\n    with torch.\uff41utocast('cuda'):\n        pass\n"
+    tree = ast.parse(source)
+    assert not TreeEvidence(tree, source).autocast_always_off
+    assert not TreeEvidence(tree).autocast_always_off
+
+
+def test_the_walk_skips_statements_without_a_flag_word_only_in_ascii_source():
+    source = "import torch\n\n\ndef rotary(x):\n    return x\n\n\nwith torch.autocast('cuda', enabled=False):\n    pass\n"
+    evidence = TreeEvidence(ast.parse(source), source)
+    assert [type(s).__name__ for s, _ in evidence._unwalked] == ["FunctionDef"]  # imports are always walked
+    accented = source.replace("return x", "return 'é'")
+    assert TreeEvidence(ast.parse(accented), accented)._unwalked == []
 
 
 def test_the_indexed_device_test_is_the_one_amp015_applies():

@@ -34,6 +34,7 @@ these.
 from __future__ import annotations
 
 import ast
+import re
 
 # ``amplint.amp.frameworks.EXCLUSIVE_PRECISION_FLAGS`` and AMP022's ``_PREPARING`` (their modules
 # import libcst; a test keeps these equal).
@@ -69,6 +70,27 @@ def _built_disabled(call: ast.Call) -> bool:
     return any(k.arg == "enabled" and isinstance(k.value, ast.Constant) and k.value.value is False for k in call.keywords)
 
 
+# A top-level statement none of whose lines holds one of these words, nor ``device`` before an
+# opening parenthesis (a call of it), and that is no import, sets no flag of
+# :class:`TreeEvidence` but ``indexed_device_string``: each flag is read from an identifier, a
+# keyword or an attribute that spells one of them (``autocast`` and ``scaler`` in any case, as the
+# flags read them; ``GradScaler`` and ``...Scaler`` hold ``scaler``; ``fp16_full_eval`` holds
+# ``fp16``), a ``device`` only from a call of it or an import of it ``as`` another name.
+# Identifiers are spelled as written only in ASCII source (Python normalises others).
+WALK_WORDS = ("fp16", "bf16", "backward", "prepare", "unscale_")
+WALK_WORDS_ANY_CASE = ("autocast", "scaler")
+_DEVICE_CALL = re.compile(r"device(?:\s|\\\n|#[^\n]*)*\(")
+# What the source of a string constant like ``"cuda:0"`` must show when it has no escape that can
+# write a colon or a digit (``\x3a``, ``\072``, ``\u003a``, ``\N{...}``): its first colon right
+# after a quote and an identifier (``"cuda:``) or after the quote of a string that another one
+# precedes (``"cuda" ":0"``), then a digit, with only whitespace, whitespace escapes, quotes,
+# string prefixes and comments between (``"cuda:" "0"``, ``"cuda:\t0"``). A slice (``x[0:1]``)
+# or a dict entry (``"a": 1``) shows neither.
+_NUMERIC_ESCAPE = re.compile(r"\\[0-7xuUN]")
+_INDEXED_SOURCE = re.compile(
+    r"""(?:["']\w+|["'](?:\s|#[^\n]*|\\\n)*[rRbBuUfF]*["']):(?:[\s"'rRbBuUfF]|\\[ntrfv\r\n]|#[^\n]*)*\d""")
+
+
 def indexed_device_text(text: str) -> bool:
     """A string the facts could read as an indexed device (``"cuda:0"``): the test of
     ``amplint.amp.autocast.device_type_of`` on a string holding a colon."""
@@ -79,12 +101,15 @@ def indexed_device_text(text: str) -> bool:
 class TreeEvidence:
     """What one walk of a file's ``ast`` shows about its autocast use."""
 
-    def __init__(self, tree: ast.Module) -> None:
+    def __init__(self, tree: ast.Module, text: str | None = None) -> None:
+        """``text``: the source of ``tree``; with it only the statements (top-level ones and
+        members of classes) whose lines hold a word of :data:`WALK_WORDS` are walked."""
         self.autocast_always_off = True  # no autocast region or call of the file can be enabled
         self.autocast_named = False  # some name, attribute or import says ``autocast`` (any case)
         self.autocast_arguments_plain = True  # no autocast call passes an f-string or a call
         self.device_call = False  # a call that may build a ``torch.device``
-        self.indexed_device_string = False  # a string constant like ``"cuda:0"``
+        self._indexed_device_string = False  # a walked string constant like ``"cuda:0"``
+        self._unwalked: list[tuple[ast.stmt, str]] = []  # statements not walked and their source, for that question
         self.scaled_backward = False  # ``x.scale(loss).backward()``
         self.scaler_class_named = False  # an identifier naming a GradScaler class (``GradScaler``, ``ShardedGradScaler``)
         self.fp16_true_keyword = False  # ``fp16=True`` (``TrainingArguments(fp16=True)``)
@@ -98,7 +123,7 @@ class TreeEvidence:
         self.prepare_method_call = False  # ``x.prepare(...)`` / ``x.prepare_optimizer(...)``
         allowed: set[int] = set()  # identifier nodes of the callee of a call built disabled
         held_by_attribute: set[int] = set()  # calls that are the value of ``a.b = <call>``
-        for node in ast.walk(tree):  # breadth first: a call comes before its callee's nodes
+        for node in self._nodes(tree, text):  # breadth first: a call comes before its callee's nodes
             kind = type(node)
             if kind is ast.Call:
                 func = node.func
@@ -154,7 +179,7 @@ class TreeEvidence:
                 if isinstance(value, bytes):
                     value = value.decode("latin-1")
                 if isinstance(value, str) and ":" in value and indexed_device_text(value):
-                    self.indexed_device_string = True
+                    self._indexed_device_string = True
             elif kind is ast.alias:
                 self.scaler_class_named |= "GradScaler" in node.name
                 self.autocast_named |= "autocast" in node.name.lower()
@@ -167,12 +192,67 @@ class TreeEvidence:
                         self.device_call = True
 
 
+    def _nodes(self, tree: ast.Module, text: str | None):
+        """Every node of ``tree``, or of its statements that may set a flag (see :data:`WALK_WORDS`),
+        each statement breadth first: a call and its callee are in one statement."""
+        if text is None:
+            yield from ast.walk(tree)
+            return
+        from amplint.focus import physical_lines
+
+        yield from self._statement_nodes(tree.body, physical_lines(text))
+
+    def _statement_nodes(self, statements: list[ast.stmt], lines: list[str]):
+        for statement in statements:
+            start = statement.lineno
+            decorators = getattr(statement, "decorator_list", None)
+            if decorators:
+                start = min(start, min(d.lineno for d in decorators))
+            chunk = "".join(lines[start - 1: (statement.end_lineno or statement.lineno)])
+            # Python normalises identifiers that are not ASCII (NFKC): a statement that is not
+            # ASCII is walked whatever it spells.
+            if not (not chunk.isascii() or isinstance(statement, (ast.Import, ast.ImportFrom)) or any(word in chunk for word in WALK_WORDS)
+                    or any(word in chunk.lower() for word in WALK_WORDS_ANY_CASE)
+                    or "device" in chunk and _DEVICE_CALL.search(chunk)):
+                self._unwalked.append((statement, chunk))
+            elif isinstance(statement, ast.ClassDef):
+                # A class statement sets no flag itself: its bases, keywords and decorators are
+                # walked, and its members are asked one by one, as top-level statements are.
+                for part in (*statement.decorator_list, *statement.bases, *statement.keywords,
+                             *getattr(statement, "type_params", ())):
+                    yield from ast.walk(part)
+                yield from self._statement_nodes(statement.body, lines)
+            else:
+                yield from ast.walk(statement)
+
+    @property
+    def indexed_device_string(self) -> bool:
+        """A string constant like ``"cuda:0"`` in the file. The statements not walked are walked
+        for it only when the source may spell one (:data:`_INDEXED_SOURCE`)."""
+        if self._indexed_device_string or not self._unwalked:
+            return self._indexed_device_string
+        # Each statement not walked is ASCII, where the expressions above read a source exactly.
+        self._indexed_device_string = any(
+            _indexed_constant(node) for statement, chunk in self._unwalked
+            if _NUMERIC_ESCAPE.search(chunk) or _INDEXED_SOURCE.search(chunk) for node in ast.walk(statement))
+        self._unwalked = []
+        return self._indexed_device_string
+
     @property
     def scaler_evidence(self) -> bool:
         """What makes a name a GradScaler for the facts (``ScalerFacts.scalers``): a construction,
         whose class name is written in the file, ``unscale_``, ``.scale(loss).backward()`` or a
         ``step`` on a receiver whose last part says ``scaler``."""
         return self.scaler_class_named or self.unscale_attribute or self.scaled_backward or self.named_scaler_step
+
+
+def _indexed_constant(node: ast.AST) -> bool:
+    if type(node) is not ast.Constant:
+        return False
+    value = node.value
+    if isinstance(value, bytes):
+        value = value.decode("latin-1")
+    return isinstance(value, str) and ":" in value and indexed_device_text(value)
 
 
 def _needs_enabled_autocast(evidence: TreeEvidence) -> bool:
@@ -246,11 +326,13 @@ GATES = {
 _FILE_ALONE = frozenset({"AMP006"})
 
 
-def codes_that_may_report(codes: frozenset[str], tree: ast.Module, with_project: bool = False) -> frozenset[str]:
+def codes_that_may_report(codes: frozenset[str], tree: ast.Module, with_project: bool = False,
+                          text: str | None = None) -> frozenset[str]:
     """``codes`` without the gated rules that provably report nothing on this file.
-    ``with_project``: the file is linted with what its imports reach."""
+    ``with_project``: the file is linted with what its imports reach; ``text``: the source of
+    ``tree``, which lets the walk skip statements that cannot matter."""
     gates = {code: GATES[code] for code in codes if code in GATES and not (with_project and code in _FILE_ALONE)}
     if not gates:
         return codes
-    evidence = TreeEvidence(tree)
+    evidence = TreeEvidence(tree, text)
     return frozenset(code for code in codes if code not in gates or gates[code](evidence))
