@@ -292,7 +292,9 @@ class CheckpointFacts:
 
         Scalers that may be enabled and are really used: a local, a parameter, ``self.x`` used in
         the same class, else a module-level scaler (a function's own scaler is the one it
-        checkpoints, not a global). Optional scalers (``None`` on some path) are left out.
+        checkpoints, not a global). Optional scalers (``None`` on some path) are left out unless
+        the file scales a loss with them (``scaler = None; if args.amp: scaler = GradScaler()``
+        in a loop that calls ``scaler.scale(loss).backward()``: with AMP on, its state is lost).
         """
         by_scope = self._checkpointed_scalers_by_scope
         if ctx.scope not in by_scope:
@@ -312,8 +314,8 @@ class CheckpointFacts:
                 continue  # built with ``enabled=False`` here, whatever other functions do
             if not info.constructions and not (info.evidence & {"scale-backward", "unscale_", "named-step"}):
                 continue
-            if self.facts.scaling.scaler_optional(key):
-                continue
+            if self.facts.scaling.scaler_optional(key) and "scale-backward" not in info.evidence:
+                continue  # ``None`` unless some flag is on, and this file never scales a loss with it
             if key.split(".")[0] == "self":
                 if function is not None and function.class_name is not None and self._used_in_class(key, function.class_name):
                     out.append(key)

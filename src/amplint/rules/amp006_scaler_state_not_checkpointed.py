@@ -24,7 +24,9 @@ class ScalerStateNotCheckpointed(Rule):
     ## What it does
     Finds checkpoints that save the optimizer (and model) state but not the `GradScaler`'s while an
     enabled scaler is in scope (a local, a parameter, a module-level scaler, `self.scaler`, or a
-    `NativeScaler`-style wrapper):
+    `NativeScaler`-style wrapper; a scaler that is `None` unless a flag turns AMP on, as in
+    `scaler = None; if args.amp: scaler = GradScaler()` or `self.scaler = None` in `__init__`,
+    counts when the file scales a loss with it):
 
     - dict literals passed to `torch.save`, a dict built in a variable first (and completed key by
       key), `dict(...)` calls, dataclass snapshots (`torch.save(asdict(snapshot), path)`);

@@ -63,7 +63,10 @@ class UnscaledBackward(Rule):
 
     ## Fix safety
     The fix is safe: `loss.backward(...)` becomes `scaler.scale(loss).backward(...)` with the
-    scaler that steps the optimizer, keeping the backward's arguments; a discarded
+    scaler that steps the optimizer, keeping the backward's arguments. When that scaler may be
+    `None` (`self.scaler = None` unless AMP is on, `GradScaler() if amp else None`), the backward
+    becomes `(scaler.scale(loss) if scaler is not None else loss).backward(...)`, so the path
+    without AMP runs as before. A discarded
     `scaler.scale(loss)` directly followed by `loss.backward()` is merged into
     `scaler.scale(loss).backward()`. A discarded `scaler.scale(...)` elsewhere is reported without
     a fix.
@@ -238,6 +241,24 @@ class UnscaledBackward(Rule):
             func=cst.Attribute(value=cst.parse_expression(scaler), attr=cst.Name("scale")),
             args=[cst.Arg(value=loss)],
         )
+        if facts.checkpoints.scaler_may_be_none(scaler, event.ctx):
+            # ``self.scaler = None`` unless AMP is on: ``self.scaler.scale(loss)`` would raise
+            # ``AttributeError`` on the FP32 path, so that path keeps the loss as it was.
+            guarded = cst.IfExp(
+                test=cst.Comparison(
+                    left=cst.parse_expression(scaler),
+                    comparisons=[cst.ComparisonTarget(operator=cst.IsNot(), comparator=cst.Name("None"))],
+                ),
+                body=scale_call,
+                orelse=loss,
+                lpar=[cst.LeftParen()],
+                rpar=[cst.RightParen()],
+            )
+            fix = Fix.safe(
+                f"Replace with `({scaler}.scale(...) if {scaler} is not None else ...).backward()`",
+                {call: call.with_changes(func=func.with_changes(value=guarded))},
+            )
+            return self.violation(call, message, fix=fix)
         fix = Fix.safe(
             f"Replace with `{scaler}.scale(...).backward()`", {call: call.with_changes(func=func.with_changes(value=scale_call))}
         )
