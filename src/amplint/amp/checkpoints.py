@@ -324,12 +324,26 @@ class CheckpointFacts:
                 continue
             if self.facts.scaling.own_assignments_to(key, ctx.scope):
                 out.append(key)
+            elif key in self.closure_scalers(ctx):
+                out.append(key)
             elif ctx.scope.kind == "function" and key in (function.params if function else ()):
                 out.append(key)
             elif key not in ctx.scope.bindings and self.facts.scaling.own_assignments_to(key, self.facts.identity.module_scope):
                 module_level.append(key)
         out.extend(w for w in self.scaler_wrappers(ctx) if w not in out)
         return out or module_level
+
+    def closure_scalers(self, ctx: Context) -> set[str]:
+        """Scalers of the function enclosing ``ctx``'s nested function (``def save_ckpt(path):``
+        inside ``train``): the nested helper reads them from the closure, they are its scaler."""
+        scope = ctx.scope
+        parent = scope.parent
+        if scope.kind != "function" or parent is None or parent.kind != "function":
+            return set()
+        return {
+            key for key in self.facts.scaling.scalers
+            if "." not in key and key not in scope.bindings and self.facts.scaling.own_assignments_to(key, parent)
+        }
 
     def scaler_wrappers(self, ctx: Context) -> list[str]:
         """Locals of ``ctx``'s function that hold a GradScaler wrapper: timm's / MAE's
@@ -365,7 +379,10 @@ class CheckpointFacts:
     def scaler_may_be_none(self, key: str, ctx: Context) -> bool:
         """``key`` may hold ``None`` at ``ctx``: assigned ``None`` (or ``x or None``) there, or a
         parameter defaulting to ``None``."""
-        for assignment in self.facts.assignments_to(key, ctx.scope):
+        assignments = list(self.facts.assignments_to(key, ctx.scope))
+        if key in self.closure_scalers(ctx):
+            assignments += self.facts.scaling.own_assignments_to(key, ctx.scope.parent)
+        for assignment in assignments:
             if assignment.value is None or S.may_be_none(assignment.value):
                 return True
         function = self.facts.callgraph.function_of(ctx.scope)
@@ -377,6 +394,12 @@ class CheckpointFacts:
     def scaler_created_at(self, key: str, ctx: Context) -> int:
         """The first point of ``ctx``'s function where ``key`` exists (0: before its body runs)."""
         function = self.facts.callgraph.function_of(ctx.scope)
+        if key in self.closure_scalers(ctx):
+            # A nested helper sees its enclosing function's scaler only if it is bound before the
+            # ``def`` (a call made earlier would find no scaler): else "after" ``ctx``.
+            def_line = self.facts.position(ctx.scope.node).start.line
+            first = min(self.facts.position(a.ctx.stmt).start.line for a in self.facts.scaling.own_assignments_to(key, ctx.scope.parent))
+            return 0 if first < def_line else ctx.order + 1
         if key.startswith("self.") or (function is not None and key in function.params):
             return 0
         return min((a.ctx.order for a in self.facts.scaling.own_assignments_to(key, ctx.scope)), default=0)

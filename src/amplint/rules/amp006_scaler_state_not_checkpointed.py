@@ -32,6 +32,8 @@ class ScalerStateNotCheckpointed(Rule):
       key), `dict(...)` calls, dataclass snapshots (`torch.save(asdict(snapshot), path)`);
     - one file per state: `torch.save(optimizer.state_dict(), "optimizer.pt")` with no scaler file
       saved beside it;
+    - a save helper defined inside the training function that reads the model and optimizer
+      from the closure and leaves out the scaler beside them;
     - a class that owns a scaler and whose `state_dict()` returns only the model and optimizer;
     - checkpoint helpers, in the same file or in another module of the project
       (`save_checkpoint(model, optimizer, epoch, path)` from `utils.py`), and the checkpointers of
@@ -80,7 +82,8 @@ class ScalerStateNotCheckpointed(Rule):
     before the fix still load. A helper with a scaler parameter the call leaves out
     (`save_checkpoint(..., scaler=None)`) is passed the scaler (`scaler=scaler`). No fix is offered
     when the scaler may be `None` there, when `self.scaler` is not set by `__init__` or earlier on
-    every path of the calling method (it may not exist yet when the call runs), when several scalers are in scope, when the checkpoint
+    every path of the calling method (it may not exist yet when the call runs), when a nested
+    helper is defined before its enclosing function binds the scaler, when several scalers are in scope, when the checkpoint
     variable cannot be seen, when a helper has no scaler parameter (the helper must change, in its
     own file), for dataclass snapshots (they need a field) and for a scaler key no save writes.
 
