@@ -60,6 +60,11 @@ def names_optimizer_state(key: str | None) -> bool:
     return bool(key) and key != "**" and "optim" in key.lower()
 
 
+def _record_to_dict(node: cst.CSTNode | None) -> bool:
+    """``asdict(x)`` / ``vars(x)``: the dict of one record."""
+    return isinstance(node, cst.Call) and S.dotted(node.func) in _RECORD_TO_DICT and len(node.args) == 1
+
+
 @dataclass
 class Checkpoint:
     """What one ``torch.save`` writes, as far as the code shows."""
@@ -124,13 +129,13 @@ class CheckpointFacts:
             return Checkpoint(items=[(None, obj, obj)], single=True)  # type: ignore[list-item]
         return self.checkpoint_value(obj, event.ctx)
 
-    def checkpoint_value(self, obj: cst.CSTNode | None, at: Context) -> Checkpoint | None:
+    def checkpoint_value(self, obj: cst.CSTNode | None, at: Context, depth: int = 0) -> Checkpoint | None:
         """What the dict ``obj`` holds when it is written at ``at``: a display, ``dict(...)``, or a
         variable built before in the same function (and completed key by key)."""
         items = S.dict_items(obj)
         if items is not None:
             return Checkpoint(items=items, container=obj)
-        if isinstance(obj, cst.Call) and S.dotted(obj.func) in _RECORD_TO_DICT and len(obj.args) == 1:
+        if _record_to_dict(obj):
             obj = obj.args[0].value  # ``asdict(snapshot)``: what the record holds
         if not isinstance(obj, cst.Name):
             return None
@@ -140,6 +145,12 @@ class CheckpointFacts:
         if not whole:
             return None
         last = whole[-1]
+        if _record_to_dict(last.value) and len(last.targets) == 1 and depth == 0:
+            # ``snapshot = asdict(state)`` then ``torch.save(snapshot, path)``: what the record holds
+            completed = any(base == name for a in before if a.ctx.order > last.ctx.order for base, _ in a.subscript_keys)
+            if completed or self.dict_escapes(name, at, last.ctx.order):
+                return None  # ``snapshot["scaler"] = ...`` or ``snapshot.update(...)`` after: not the record alone
+            return self.checkpoint_value(last.value, at, depth + 1)
         items = S.dict_items(last.value)
         if items is None and len(last.targets) == 1 and (record := _record_items(last.value)) is not None:
             later = [a for a in before if a.ctx.order > last.ctx.order]
@@ -170,6 +181,8 @@ class CheckpointFacts:
             if site.ctx.scope is not save.scope or site.qualname == "torch.save" or not (built < site.ctx.order < save.order):
                 continue
             func = site.node.func
+            if _record_to_dict(site.node):
+                continue  # ``asdict(state)`` reads the record and changes nothing
             if isinstance(func, cst.Attribute) and S.dotted(func.value) == name and func.attr.value in _MUTATORS:
                 return True
             if any(isinstance(arg.value, cst.Name) and arg.value.value == name for arg in site.node.args):

@@ -29,7 +29,8 @@ class ScalerStateNotCheckpointed(Rule):
     counts when the file scales a loss with it):
 
     - dict literals passed to `torch.save`, a dict built in a variable first (and completed key by
-      key), `dict(...)` calls, dataclass snapshots (`torch.save(asdict(snapshot), path)`);
+      key), `dict(...)` calls, dataclass snapshots (`torch.save(asdict(snapshot), path)`, or
+      `state = asdict(snapshot)` saved later unchanged);
     - one file per state: `torch.save(optimizer.state_dict(), "optimizer.pt")` with no scaler file
       saved beside it;
     - a save helper defined inside the training function that reads the model and optimizer
