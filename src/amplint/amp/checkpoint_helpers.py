@@ -100,11 +100,28 @@ class CheckpointHelperFacts:
 
     def callee(self, site) -> Callee | None:
         """The project function ``site`` calls, else a library checkpointer it builds."""
-        callee = self.facts.project.callee(site)
+        callee = self.facts.project.callee(site) or self._method_of_local_object(site)
         if callee is None and site.qualname in LIBRARY_HELPERS:
             library, function = LIBRARY_HELPERS[site.qualname]
             callee = Callee(function, library)
         return callee
+
+    def _method_of_local_object(self, site) -> Callee | None:
+        """``saver.save_model(model, optimizer)`` where ``saver = CheckpointSaver(...)`` is bound
+        once in the calling function and ``CheckpointSaver`` is a class of this file."""
+        parts = (site.func_text or "").split(".")
+        if len(parts) != 2 or parts[0] == "self":
+            return None
+        facts = self.facts
+        local = [a for a in facts.assignments_to(parts[0], site.ctx.scope) if a.ctx.scope is site.ctx.scope]
+        if len(local) != 1 or len(local[0].targets) != 1 or not isinstance(local[0].value, cst.Call):
+            return None
+        cls = S.dotted(local[0].value.func)
+        bindings = facts.bindings.bindings_of(cls, site.ctx.scope) if cls and "." not in cls else []
+        if not bindings or any(b.scope.kind != "module" or b.kind.name != "CLASS" for b in bindings):
+            return None
+        function = facts.project.own.function(f"{cls}.{parts[1]}")
+        return Callee(function, "") if function is not None else None
 
     def _inside(self, site, callee: Callee) -> bool:
         """The call is in the helper itself, or the helper is in this file and sees a scaler of

@@ -37,7 +37,8 @@ class ScalerStateNotCheckpointed(Rule):
       from the closure and leaves out the scaler beside them;
     - a class that owns a scaler and whose `state_dict()` returns only the model and optimizer;
     - checkpoint helpers, in the same file or in another module of the project
-      (`save_checkpoint(model, optimizer, epoch, path)` from `utils.py`), and the checkpointers of
+      (`save_checkpoint(model, optimizer, epoch, path)` from `utils.py`), methods of a saver object
+      of a class of this file (`saver = CheckpointSaver(...); saver.save_model(model, optimizer)`), and the checkpointers of
       timm (`CheckpointSaver`, `resume_checkpoint`) and fvcore/detectron2 (`Checkpointer`), called
       with the optimizer but not the scaler; a dict handed to a helper that saves it as it is
       (`save_checkpoint(state, is_best)`, `save_on_master(...)`) is checked like a `torch.save`.
