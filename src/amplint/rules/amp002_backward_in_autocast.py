@@ -39,7 +39,9 @@ class BackwardInAutocast(Rule):
     `torch.autograd.backward`, `torch.autograd.grad`) or an optimizer step (`optimizer.step()`,
     `scaler.step(optimizer)`) written inside an enabled autocast region: a `with torch.autocast(...)`
     block in any spelling (a `ctx` variable, `partial(torch.autocast, ...)`, a helper that returns
-    or yields one, `accelerator.autocast()`), or a function decorated with autocast. A region whose
+    or yields one, `accelerator.autocast()`, a context class chosen by a flag such as
+    `ctx = accelerator.autocast if mixed else nullcontext` then `with ctx():`), or a function
+    decorated with autocast. A region whose
     `enabled` is the literal `False` is not an autocast region. A block only named like autocast
     (`with amp_autocast():` on a parameter) counts where the file passes that parameter something
     that builds an autocast (`partial(torch.autocast, ...)`, the class itself); one that only ever
