@@ -8,6 +8,7 @@ CODE`` and run again: the symptom is gone and the loss decreases.
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -98,3 +99,23 @@ def test_amp012_update_per_microbatch_asserts_and_the_fixed_loop_trains(tmp_path
     assert "        scaler.update()\n" not in text.replace("            scaler.update()\n", "")
     fixed = last_json(run_script(copy))
     assert fixed["last_loss"] < fixed["first_loss"] / 3
+
+
+def test_amp008_fix_with_an_optional_scaler_trains_with_amp_and_leaves_fp32_unchanged(tmp_path):
+    name = "amp008_optional_scaler.py"
+    assert reported(RUNTIME / name, "AMP008")
+    broken = run_script(RUNTIME / name)
+    assert broken.returncode != 0
+    assert "AssertionError: Attempted step but _scale is None." in broken.stderr
+    fp32_before = json.loads(broken.stdout.strip().splitlines()[0])
+    assert fp32_before["amp"] is False
+
+    copy = copy_script(tmp_path, name)
+    text = fix_with_cli(copy, "AMP008")
+    assert "        (self.scaler.scale(loss) if self.scaler is not None else loss).backward()\n" in text
+    fixed = run_script(copy)
+    assert fixed.returncode == 0, fixed.stderr[-2000:]
+    fp32_after, amp_after = (json.loads(line) for line in fixed.stdout.strip().splitlines()[-2:])
+    # The path without a scaler computes exactly what it did before the fix.
+    assert fp32_after["losses"] == fp32_before["losses"]
+    assert amp_after["amp"] is True and amp_after["last_loss"] < amp_after["first_loss"] / 3
