@@ -91,7 +91,7 @@ class DtypeFacts:
                     return None
                 out |= found
             return frozenset(out)
-        assigned = self.facts.values.assigned_alternatives(text, scope)
+        assigned = self.facts.values.assigned_alternatives(text, scope) or self._attribute_set_before(leaf, text, scope)
         if not assigned:
             return None
         out = set()
@@ -101,6 +101,36 @@ class DtypeFacts:
                 return None
             out |= found
         return frozenset(out)
+
+    def _attribute_set_before(self, leaf: cst.BaseExpression, text: str, scope: Scope) -> list:
+        """``args.dtype = torch.bfloat16 if bf16 else torch.float32`` and later, in the same
+        function, ``autocast(..., dtype=args.dtype)``: the attribute's values, when that is the
+        file's only assignment to it, it runs on every path (no branch, loop or ``try``), before
+        the read, and nothing in between rebinds ``args`` or hands it to a call that could set it."""
+        head = text.split(".")[0]
+        if text.count(".") != 1 or head in ("self", "cls") or scope.kind != "function":
+            return []
+        facts = self.facts
+        everywhere = facts.assignments_to(text)
+        if len(everywhere) != 1:
+            return []
+        assignment = everywhere[0]
+        ctx = assignment.ctx
+        if ctx.scope is not scope or ctx.branches or ctx.loops:
+            return []
+        set_line = facts.position(ctx.stmt).end.line
+        read_line = facts.position(leaf).start.line
+        if read_line <= set_line:
+            return []
+        if any(a.ctx.scope is scope for a in facts.assignments_to(head, scope) if head in a.targets):
+            return []
+        for site in facts.calls:
+            line = facts.position(site.node).start.line
+            if site.ctx.scope is scope and set_line < line < read_line and any(
+                isinstance(arg.value, cst.Name) and arg.value.value == head for arg in site.node.args
+            ):
+                return []
+        return [(assignment, leaf_value) for leaf_value in (alternatives(assignment.value) or [None])]
 
     def _lookup_values(self, subscript: cst.Subscript, scope: Scope, depth: int) -> list[cst.BaseExpression] | None:
         """The values a dict lookup may return: the dict a literal or a name assigned once to one,

@@ -26,7 +26,8 @@ class ScalerWithBf16(Rule):
     regions pass `dtype=torch.bfloat16`, are CPU regions with the default dtype (bfloat16), or take
     their dtype from a choice that only ever yields bfloat16 or float32 (`torch.bfloat16 if bf16
     else torch.float32`, a dict of dtypes without float16, a dict looked up by a command-line option
-    whose `choices=` leave float16 out). A scaler built with `enabled=` set from a condition is
+    whose `choices=` leave float16 out, an attribute such as `args.dtype` set once to such a choice
+    earlier in the same function and handed to no call in between). A scaler built with `enabled=` set from a condition is
     reported only when that condition is the very one every region is enabled by
     (`GradScaler(enabled=cfg.bf16)` beside `autocast(dtype=torch.bfloat16, enabled=cfg.bf16)`).
     Files with any region whose dtype is unknown or may be float16 are not reported, except for a
