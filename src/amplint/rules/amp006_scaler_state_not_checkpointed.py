@@ -334,6 +334,12 @@ class ScalerStateNotCheckpointed(Rule):
     def _check_helper(self, helper: HelperCheckpoint) -> Violation | None:
         site, callee = helper.site, helper.callee
         scalers = list(helper.scalers)
+        if helper.side != "save":
+            # A resume before the scaler exists (yolov5 builds it after smart_resume) could not
+            # have restored it: the checkpoint's save side is where the state is missing.
+            scalers = [s for s in scalers if self._may_be_bound_at(s, site)]
+            if not scalers:
+                return None
         if helper.whole is not None:
             checkpoint = self.facts.checkpoints.checkpoint_value(helper.whole, site.ctx)
             if checkpoint is None:
@@ -377,6 +383,15 @@ class ScalerStateNotCheckpointed(Rule):
         call = site.node
         arg = E.keyword(helper.scaler_param, cst.parse_expression(scaler))
         return Fix.safe(f"Pass `{helper.scaler_param}={scaler}`", {call: E.insert_arg(call, len(call.args), arg)})
+
+    def _may_be_bound_at(self, scaler: str, site) -> bool:
+        """Some binding of ``scaler`` can have run when ``site`` runs (a parameter, a binding in
+        another scope, or one that reaches the call, in an earlier iteration too)."""
+        flow = self.facts.control_flow
+        assignments = self.facts.assignments_to(scaler, site.ctx.scope)
+        return not assignments or any(
+            a.ctx.scope is not site.ctx.scope or flow.reaches(a.ctx, site.ctx, across_iterations=True) for a in assignments
+        )
 
     def _set_before(self, attribute: str, site) -> bool:
         """``self.x`` is set whenever ``site`` runs: by ``__init__``, or earlier on every path of
