@@ -8,6 +8,7 @@ from functools import cached_property
 import libcst as cst
 
 import amplint.amp.catalogue as API
+from amplint.amp.chosen_autocast import chosen_named_autocast, conditional_autocast_class
 import amplint.semantic.syntax as S
 from amplint.semantic.records import CallSite, Context, FunctionInfo, Scope
 from amplint.semantic.values import alternatives, value_calls
@@ -146,7 +147,7 @@ class AutocastFacts:
             if alias is not None:
                 return self._region_for_autocast_call(call, call, alias, scope=scope)
             # A class chosen by a flag: ``ctx = accelerator.autocast if mixed else nullcontext``.
-            alias = self.conditional_autocast_alias(text, scope)
+            alias = conditional_autocast_class(self.facts, text, scope)
             if alias is not None:
                 region = self._region_for_autocast_call(call, call, alias, scope=scope)
                 region.conditional = True
@@ -211,38 +212,6 @@ class AutocastFacts:
             return None
         qualname = self.facts.bindings.qualname(value, assignments[0].ctx.scope)
         return qualname if qualname in API.AUTOCAST else None
-
-    def conditional_autocast_alias(self, text: str, scope: Scope) -> str | None:
-        """The autocast class of ``ctx = torch.autocast if amp else nullcontext`` (either order):
-        a name assigned exactly once to a choice between an autocast class and a null-context class."""
-        assignments = self.facts.assignments_to(text, scope)
-        if len(assignments) != 1 or not isinstance(assignments[0].value, cst.IfExp):
-            return None
-        choice, where = assignments[0].value, assignments[0].ctx.scope
-        names = [self.facts.bindings.qualname(branch, where) if S.dotted(branch) is not None else None
-                 for branch in (choice.body, choice.orelse)]
-        autocasts = [n for n in names if n in API.AUTOCAST]
-        nulls = [n for n in names if n in API.NULL_CONTEXTS]
-        return autocasts[0] if len(autocasts) == 1 and len(nulls) == 1 else None
-
-    def _chosen_named_autocast(self, expr: cst.BaseExpression, scope: Scope) -> AutocastRegion | None:
-        """``with ctx():`` after ``ctx = accelerator.autocast if mixed else nullcontext``: the
-        branch that is not a null context is named like autocast (a framework's method)."""
-        if not isinstance(expr, cst.Call) or expr.args or S.dotted(expr.func) is None:
-            return None
-        assignments = self.facts.assignments_to(S.dotted(expr.func), scope)
-        if len(assignments) != 1 or not isinstance(assignments[0].value, cst.IfExp):
-            return None
-        choice, where = assignments[0].value, assignments[0].ctx.scope
-        branches = (choice.body, choice.orelse)
-        nulls = [b for b in branches if S.dotted(b) is not None and self.facts.bindings.qualname(b, where) in API.NULL_CONTEXTS]
-        others = [b for b in branches if b not in nulls]
-        if len(nulls) != 1 or len(others) != 1:
-            return None
-        region = self.facts.named_autocast.region_of_named(cst.Call(func=others[0]), where)
-        if region is not None:
-            region.conditional = True
-        return region
 
     @cached_property
     def _autocast_alias_targets(self) -> set[str]:
@@ -339,7 +308,7 @@ class AutocastFacts:
             if region is None:
                 region = self.facts.named_autocast.region_of_named(item.item, scope)
             if region is None:
-                region = self._chosen_named_autocast(item.item, scope)
+                region = chosen_named_autocast(self.facts, item.item, scope)
             if region is not None:
                 region.node = node
                 regions.append(region)

@@ -8,6 +8,7 @@ import libcst as cst
 from amplint.amp import Event
 from amplint.amp.checkpoint_helpers import CheckpointHelperFacts, HelperCheckpoint, state_dict_methods
 from amplint.amp.checkpoint_keys import unwritten_scaler_key
+from amplint.amp.binding_order import may_be_bound_at, set_before
 from amplint.amp.checkpoints import Checkpoint, scaler_key_like
 from amplint.amp.checkpoints import scaler_key_like as _styled_key  # noqa: F401 - the fix-shape tests import it here
 from amplint.fix import Fix, NoFix
@@ -337,7 +338,7 @@ class ScalerStateNotCheckpointed(Rule):
         if helper.side != "save":
             # A resume before the scaler exists (yolov5 builds it after smart_resume) could not
             # have restored it: the checkpoint's save side is where the state is missing.
-            scalers = [s for s in scalers if self._may_be_bound_at(s, site)]
+            scalers = [s for s in scalers if may_be_bound_at(self.facts, s, site)]
             if not scalers:
                 return None
         if helper.whole is not None:
@@ -378,30 +379,8 @@ class ScalerStateNotCheckpointed(Rule):
         if reason is not None:
             return NoFix(reason)
         scaler = helper.scalers[0]
-        if scaler.startswith("self.") and not self._set_before(scaler, site):
+        if scaler.startswith("self.") and not set_before(self.facts, scaler, site):
             return NoFix(f"`{scaler}` may not be set yet when this call runs")
         call = site.node
         arg = E.keyword(helper.scaler_param, cst.parse_expression(scaler))
         return Fix.safe(f"Pass `{helper.scaler_param}={scaler}`", {call: E.insert_arg(call, len(call.args), arg)})
-
-    def _may_be_bound_at(self, scaler: str, site) -> bool:
-        """Some binding of ``scaler`` can have run when ``site`` runs (a parameter, a binding in
-        another scope, or one that reaches the call, in an earlier iteration too)."""
-        flow = self.facts.control_flow
-        assignments = self.facts.assignments_to(scaler, site.ctx.scope)
-        return not assignments or any(
-            a.ctx.scope is not site.ctx.scope or flow.reaches(a.ctx, site.ctx, across_iterations=True) for a in assignments
-        )
-
-    def _set_before(self, attribute: str, site) -> bool:
-        """``self.x`` is set whenever ``site`` runs: by ``__init__``, or earlier on every path of
-        the same method."""
-        flow = self.facts.control_flow
-        for assignment in self.facts.assignments_to(attribute, site.ctx.scope):
-            scope = assignment.ctx.scope
-            if scope is site.ctx.scope and flow.dominates(assignment.ctx, site.ctx):
-                return True
-            if scope is not site.ctx.scope and scope.name == "__init__" and not assignment.ctx.branches:
-                return True
-        return False
-

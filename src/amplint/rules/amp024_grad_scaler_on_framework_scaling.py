@@ -6,26 +6,20 @@ from typing import Iterator
 import libcst as cst
 
 from amplint.amp.events import Event, EventKind
+from amplint.amp.framework_configs import (
+    DEEPSPEED_INITIALIZE, class_of, deepspeed_precision, is_lightning_module, manual_optimization,
+)
 from amplint.amp.frameworks import LIGHTNING_FABRICS, AcceleratorBuild
 from amplint.fix import NoFix
 from amplint.model import FixSafety, Severity
 from amplint.rules.base import Rule, Violation
-from amplint.semantic.records import Assignment, Context, Scope
+from amplint.semantic.records import Assignment, Context
 import amplint.semantic.syntax as S
 
 _SCALES = (EventKind.SCALE, EventKind.SCALE_BACKWARD)
 # ``accelerator.prepare(model, optimizer, ...)`` returns the prepared objects in order
 # (accelerate 1.16.0 accelerator.py:1375); the single-object spellings wrap one each.
 _PREPARING = ("prepare", "prepare_model", "prepare_optimizer")
-_DEEPSPEED_INITIALIZE = frozenset({"deepspeed.initialize"})
-# ``deepspeed.initialize(..., config=None, ..., config_params=None)``: the two keywords that
-# carry the config (deepspeed/__init__.py, ``initialize``).
-_DEEPSPEED_CONFIG_KEYWORDS = ("config", "config_params")
-_LIGHTNING_MODULES = frozenset({
-    "lightning.LightningModule", "lightning.pytorch.LightningModule", "lightning.pytorch.core.LightningModule",
-    "lightning.pytorch.core.module.LightningModule", "pytorch_lightning.LightningModule",
-    "pytorch_lightning.core.LightningModule", "pytorch_lightning.core.module.LightningModule",
-})
 
 
 class GradScalerOnFrameworkScaling(Rule):
@@ -228,7 +222,7 @@ class GradScalerOnFrameworkScaling(Rule):
         """``b`` runs after ``a`` in one function, or both sit in methods of one class."""
         if a.scope is b.scope:
             return self.facts.control_flow.reaches(a, b)
-        return _class_of(a.scope) is not None and _class_of(a.scope) is _class_of(b.scope)
+        return class_of(a.scope) is not None and class_of(a.scope) is class_of(b.scope)
 
     def _scales(self) -> list[Event]:
         """Enabled ``scaler.scale(...)`` calls, in source order."""
@@ -338,8 +332,8 @@ class GradScalerOnFrameworkScaling(Rule):
     def _deepspeed(self) -> Iterator[tuple[cst.CSTNode, str]]:
         facts = self.facts
         engines = []
-        for site in facts.call_index.calls_to(_DEEPSPEED_INITIALIZE):
-            precision = self._deepspeed_precision(site.node, site.ctx)
+        for site in facts.call_index.calls_to(DEEPSPEED_INITIALIZE):
+            precision = deepspeed_precision(self.facts, site.node, site.ctx)
             if precision is not None:
                 engines.append((site, precision))
         if not engines:
@@ -362,23 +356,6 @@ class GradScalerOnFrameworkScaling(Rule):
                     )
                     break
 
-    def _deepspeed_precision(self, call: cst.Call, ctx: Context) -> str | None:
-        """``"fp16"``/``"bf16"`` when the ``config=`` dict literal (or the one dict a name is
-        assigned) enables it; ``None`` when neither is enabled or the config is not known."""
-        value = next((S.keyword_arg_value(call, k) for k in _DEEPSPEED_CONFIG_KEYWORDS if S.keyword_arg(call, k) is not None), None)
-        if isinstance(value, cst.Name):
-            assigned = self.facts.values.assigned_alternatives(value.value, ctx.scope, booleans=False)
-            if len(assigned) != 1:
-                return None
-            value = assigned[0][1]
-        if not isinstance(value, cst.Dict):
-            return None
-        for precision in ("fp16", "bf16"):
-            section = _dict_entry(value, precision)
-            if isinstance(section, cst.Dict) and S.bool_value(_dict_entry(section, "enabled")) is True:
-                return precision
-        return None
-
     # -- Lightning
     def _lightning(self) -> Iterator[tuple[cst.CSTNode, str]]:
         facts = self.facts
@@ -389,8 +366,8 @@ class GradScalerOnFrameworkScaling(Rule):
             scope = scale.ctx.scope
             if scope.kind != "function" or scope.name != "training_step":
                 continue
-            owner = _class_of(scope)
-            if fabric_built or owner is None or not self._is_lightning_module(owner) or self._manual_optimization(owner):
+            owner = class_of(scope)
+            if fabric_built or owner is None or not is_lightning_module(self.facts, owner) or manual_optimization(self.facts, owner):
                 continue
             if not any(c.scope is scope and value is not None and not S.is_none(value) for value, c in facts.records.returns):
                 continue  # returning nothing makes Lightning skip its own backward for the batch
@@ -400,33 +377,3 @@ class GradScalerOnFrameworkScaling(Rule):
                 "steps the optimizer; a manual `scaler.scale(...)` here backpropagates a second time. Return the loss "
                 "and let the Trainer's `precision=` scale it, or set `self.automatic_optimization = False`"
             )
-
-    def _is_lightning_module(self, owner: Scope) -> bool:
-        node = owner.node
-        parent = owner.parent
-        if not isinstance(node, cst.ClassDef) or parent is None:
-            return False
-        return any(self.facts.bindings.qualname(base.value, parent) in _LIGHTNING_MODULES for base in node.bases)
-
-    def _manual_optimization(self, owner: Scope) -> bool:
-        """The class turns automatic optimization off, or its value is not a literal True."""
-        for assignment in self.facts.assignments_to("self.automatic_optimization"):
-            if _class_of(assignment.ctx.scope) is owner:
-                return True  # any assignment: stay silent unless it is left at Lightning's default
-        return any(
-            isinstance(stmt, cst.FunctionDef) and stmt.name.value == "automatic_optimization"
-            for stmt in owner.node.body.body
-        )
-
-
-def _class_of(scope: Scope) -> Scope | None:
-    """The class whose method ``scope`` is."""
-    parent = scope.parent
-    return parent if scope.kind == "function" and parent is not None and parent.kind == "class" else None
-
-
-def _dict_entry(node: cst.Dict, key: str) -> cst.BaseExpression | None:
-    for element in node.elements:
-        if isinstance(element, cst.DictElement) and S.string_value(element.key) == key:
-            return element.value
-    return None

@@ -1,0 +1,72 @@
+"""Framework settings read from the code: a DeepSpeed config dict's precision, and whether a
+LightningModule leaves Lightning's automatic optimization on."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import libcst as cst
+
+import amplint.semantic.syntax as S
+from amplint.semantic.records import Context, Scope
+
+DEEPSPEED_INITIALIZE = frozenset({"deepspeed.initialize"})
+# ``deepspeed.initialize(..., config=None, ..., config_params=None)``: the two keywords that
+# carry the config (deepspeed/__init__.py, ``initialize``).
+_DEEPSPEED_CONFIG_KEYWORDS = ("config", "config_params")
+LIGHTNING_MODULES = frozenset({
+    "lightning.LightningModule", "lightning.pytorch.LightningModule", "lightning.pytorch.core.LightningModule",
+    "lightning.pytorch.core.module.LightningModule", "pytorch_lightning.LightningModule",
+    "pytorch_lightning.core.LightningModule", "pytorch_lightning.core.module.LightningModule",
+})
+
+
+def deepspeed_precision(facts: Any, call: cst.Call, ctx: Context) -> str | None:
+    """``"fp16"``/``"bf16"`` when the ``config=`` dict literal (or the one dict a name is
+    assigned) enables it; ``None`` when neither is enabled or the config is not known."""
+    value = next((S.keyword_arg_value(call, k) for k in _DEEPSPEED_CONFIG_KEYWORDS if S.keyword_arg(call, k) is not None), None)
+    if isinstance(value, cst.Name):
+        assigned = facts.values.assigned_alternatives(value.value, ctx.scope, booleans=False)
+        if len(assigned) != 1:
+            return None
+        value = assigned[0][1]
+    if not isinstance(value, cst.Dict):
+        return None
+    for precision in ("fp16", "bf16"):
+        section = _dict_entry(value, precision)
+        if isinstance(section, cst.Dict) and S.bool_value(_dict_entry(section, "enabled")) is True:
+            return precision
+    return None
+
+
+def is_lightning_module(facts: Any, owner: Scope) -> bool:
+    """``owner`` is a class deriving from Lightning's ``LightningModule``."""
+    node = owner.node
+    parent = owner.parent
+    if not isinstance(node, cst.ClassDef) or parent is None:
+        return False
+    return any(facts.bindings.qualname(base.value, parent) in LIGHTNING_MODULES for base in node.bases)
+
+
+def manual_optimization(facts: Any, owner: Scope) -> bool:
+    """The class turns automatic optimization off, or its value is not a literal True."""
+    for assignment in facts.assignments_to("self.automatic_optimization"):
+        if class_of(assignment.ctx.scope) is owner:
+            return True  # any assignment: stay silent unless it is left at Lightning's default
+    return any(
+        isinstance(stmt, cst.FunctionDef) and stmt.name.value == "automatic_optimization"
+        for stmt in owner.node.body.body
+    )
+
+
+def class_of(scope: Scope) -> Scope | None:
+    """The class whose method ``scope`` is."""
+    parent = scope.parent
+    return parent if scope.kind == "function" and parent is not None and parent.kind == "class" else None
+
+
+def _dict_entry(node: cst.Dict, key: str) -> cst.BaseExpression | None:
+    for element in node.elements:
+        if isinstance(element, cst.DictElement) and S.string_value(element.key) == key:
+            return element.value
+    return None
