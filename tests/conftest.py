@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
 from functools import lru_cache
@@ -24,6 +25,11 @@ SRC = str(ROOT / "src")
 if sys.path[:1] != [SRC]:
     sys.path.insert(0, SRC)
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [SRC, os.environ.get("PYTHONPATH")]))
+# A test run started in the background by a shell (`cmd &`) inherits SIGINT ignored, and every
+# process it starts would too, so the Ctrl-C tests would test nothing; children exec with the
+# default disposition again once this process handles SIGINT itself.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @lru_cache(maxsize=1)
