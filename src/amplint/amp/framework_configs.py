@@ -51,7 +51,7 @@ def is_lightning_module(facts: Any, owner: Scope) -> bool:
 def manual_optimization(facts: Any, owner: Scope) -> bool:
     """The class turns automatic optimization off, or its value is not a literal True."""
     for assignment in facts.assignments_to("self.automatic_optimization"):
-        if class_of(assignment.ctx.scope) is owner:
+        if assignment.ctx.scope.class_scope is owner:
             return True  # any assignment: stay silent unless it is left at Lightning's default
     return any(
         isinstance(stmt, cst.FunctionDef) and stmt.name.value == "automatic_optimization"
@@ -59,14 +59,5 @@ def manual_optimization(facts: Any, owner: Scope) -> bool:
     )
 
 
-def class_of(scope: Scope) -> Scope | None:
-    """The class whose method ``scope`` is."""
-    parent = scope.parent
-    return parent if scope.kind == "function" and parent is not None and parent.kind == "class" else None
-
-
 def _dict_entry(node: cst.Dict, key: str) -> cst.BaseExpression | None:
-    for element in node.elements:
-        if isinstance(element, cst.DictElement) and S.string_value(element.key) == key:
-            return element.value
-    return None
+    return next((value for k, value, _ in S.dict_items(node) or () if k == key), None)

@@ -7,7 +7,7 @@ import libcst as cst
 
 from amplint.amp.events import Event, EventKind
 from amplint.amp.framework_configs import (
-    DEEPSPEED_INITIALIZE, class_of, deepspeed_precision, is_lightning_module, manual_optimization,
+    DEEPSPEED_INITIALIZE, deepspeed_precision, is_lightning_module, manual_optimization,
 )
 from amplint.amp.frameworks import LIGHTNING_FABRICS, AcceleratorBuild
 from amplint.fix import NoFix
@@ -222,7 +222,7 @@ class GradScalerOnFrameworkScaling(Rule):
         """``b`` runs after ``a`` in one function, or both sit in methods of one class."""
         if a.scope is b.scope:
             return self.facts.control_flow.reaches(a, b)
-        return class_of(a.scope) is not None and class_of(a.scope) is class_of(b.scope)
+        return a.scope.class_scope is not None and a.scope.class_scope is b.scope.class_scope
 
     def _scales(self) -> list[Event]:
         """Enabled ``scaler.scale(...)`` calls, in source order."""
@@ -366,7 +366,7 @@ class GradScalerOnFrameworkScaling(Rule):
             scope = scale.ctx.scope
             if scope.kind != "function" or scope.name != "training_step":
                 continue
-            owner = class_of(scope)
+            owner = scope.class_scope
             if fabric_built or owner is None or not is_lightning_module(self.facts, owner) or manual_optimization(self.facts, owner):
                 continue
             if not any(c.scope is scope and value is not None and not S.is_none(value) for value, c in facts.records.returns):
