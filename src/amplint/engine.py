@@ -217,13 +217,14 @@ def _lint_text(
     if fix:
         from amplint.fix.apply import fix_text
 
-        new_text, applied = fix_text(text, lambda current: _lint_once(current, filename, settings, codes, project=project), unsafe)
+        new_text, applied = fix_text(
+            text, lambda current, focus: _lint_once(current, filename, settings, codes, focus=focus, project=project), unsafe)
         if new_text != text:
             result.original_source = text
             result.source = new_text
             result.fixed_count = applied
         text = new_text
-    lint = _lint_once(text, filename, settings, codes, focus=not fix, project=project)
+    lint = _lint_once(text, filename, settings, codes, focus=True, project=project)
     if lint.module is not None:
         from amplint.fix.fix_info import attach_fix_info
 

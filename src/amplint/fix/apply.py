@@ -30,6 +30,7 @@ class LintPass(Protocol):
     module: cst.Module | None
     positions: object
     fixes: list[tuple[Finding, Fix]]
+    parsed_text: str  # what ``module`` was parsed from: the text, or its focused form
 
 
 class ReplaceNodes(cst.CSTTransformer):
@@ -243,18 +244,31 @@ def _one_pass(text: str, lint: LintPass, unsafe: bool) -> tuple[str | None, int]
     return new_text, applied
 
 
-def fix_text(text: str, lint_once: Callable[[str], LintPass], unsafe: bool) -> tuple[str, int]:
+def fix_text(text: str, lint_once: Callable[[str, bool], LintPass], unsafe: bool) -> tuple[str, int]:
     """Apply fixes pass after pass until nothing changes; returns the text and how many were applied.
 
-    Each pass lints the current text (``lint_once``), takes the fixes in finding order that do
-    not overlap an earlier one, and applies together those whose merged result parses.
+    Each pass lints the current text (``lint_once(text, focus)``), takes the fixes in finding
+    order that do not overlap an earlier one, and applies together those whose merged result
+    parses. A pass lints the focused text, as check mode does; one whose changes touch a line
+    the focused text blanked is linted again from the whole text.
     """
+    from amplint.fix.focused import unfocus
+
     applied = 0
     for _ in range(MAX_FIX_PASSES):
-        lint = lint_once(text)
+        lint = lint_once(text, True)
         if lint.module is None:
             break
-        new_text, count = _one_pass(text, lint, unsafe)
+        new_text, count = _one_pass(lint.parsed_text or text, lint, unsafe)
+        if new_text is not None and lint.parsed_text and lint.parsed_text != text:
+            carried = unfocus(text, lint.parsed_text, new_text)
+            if carried is None:
+                lint = lint_once(text, False)
+                if lint.module is None:
+                    break
+                new_text, count = _one_pass(text, lint, unsafe)
+            else:
+                new_text = carried
         if new_text is None or new_text == text:
             break
         applied += count
