@@ -94,4 +94,23 @@ def dump(facts: FileFacts) -> dict[str, Any]:
         "per_step_functions": _scopes(facts, facts.training.per_step_functions),
         "grad_disabled": sorted(_line(facts, n) for n in facts.models.grad_disabled_nodes),
         "bindings": bindings,
+        "summaries": _summaries(facts),
     }
+
+
+def _summaries(facts: FileFacts) -> list[dict[str, Any]]:
+    """What the module summary says each function does, without the parts that are only its signature."""
+    from amplint.project.records import EFFECTS
+
+    out = []
+    for function in facts.project.own.functions:
+        record = {
+            "function": f"{function.name}@{function.line}",
+            "effects": [effect for effect in EFFECTS if function.has(effect)],
+            **{k: list(v) for k in ("saved_params", "saved_whole", "restored_params", "scaler_params") if (v := getattr(function, k))},
+            "saves": [f"{save.line}: keys={list(save.keys)} complete={save.complete} optimizer={save.optimizer} scaler={save.scaler}"
+                      for save in function.saves],
+        }
+        if record["effects"] or len(record) > 3 or record["saves"]:
+            out.append({k: v for k, v in record.items() if v})
+    return out

@@ -18,7 +18,6 @@ from amplint.project import phase
 from amplint.project.asking import _TRAINING_STATE, _TrainingState, names_handed_training_state
 from amplint.project.imports import imports_of, scan_imports
 from amplint.project.resolve import normalized
-from amplint.project.summarize import calls_in
 from amplint.settings import Settings
 
 TRAIN = '''import torch
@@ -158,13 +157,6 @@ def test_training_state_windows_answer_as_the_pattern_searched_in_each_window():
             assert state.within(start, end) == expected, (text, start, end)
             assert indexed.within(start, end) == expected, (text, start, end)
 
-
-def test_calls_are_found_in_the_order_of_a_breadth_first_walk():
-    source = (Path(__file__).resolve().parents[1] / "fixtures" / "projects" / "helper_ckpt" / "utils.py").read_text()
-    source += "\nx = [f(g(y)) for y in h(z)] if k(lambda: m(n())) else {p(): q for q in r()}\n"
-    tree = ast.parse(source)
-    for node in (tree, *tree.body):
-        assert calls_in(node) == [n for n in ast.walk(node) if isinstance(n, ast.Call)]
 
 
 def test_imports_are_found_in_a_file_with_windows_line_endings():

@@ -1,5 +1,6 @@
-"""A function whose source holds none of the effect words is summarised from its signature: the
-result must equal reading its body, for every effect a summary records."""
+"""A module's summary is read from the facts of its focused parse: the definitions the focus
+blanks hold nothing a summary records, so the result must equal reading the whole module, for
+every effect a summary records."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ import textwrap
 
 import pytest
 
-from amplint.project.quiet_parse import parse
-from amplint.project.summarize import summarize_tree
+from amplint.amp.facts import FileFacts
+from amplint.focus import EVENT_TOKENS
+from amplint.project.phase import SUMMARY_TOKENS
+from amplint.project.summarize import summarize_text
 
 # One function per effect the summary reads from calls, each written the way real helpers are.
 EFFECTS = {
@@ -30,22 +33,31 @@ EFFECTS = {
 }
 
 
+# Beside each helper, a function the focused parse blanks: the summary must not depend on it.
+UNRELATED = "\n\ndef describe(model):\n    return sum(p.numel() for p in model.parameters())\n"
+
+
 def summaries(source: str):
-    tree = parse(source)
-    return summarize_tree(tree), summarize_tree(tree, source)
+    """The summary from the whole module's facts, and the one from its focused parse."""
+    return FileFacts.from_source(source).project.own, summarize_text(source)
+
+
+def test_the_focused_parse_keeps_every_definition_a_summary_reads():
+    assert set(SUMMARY_TOKENS) <= set(EVENT_TOKENS)
 
 
 @pytest.mark.parametrize("name", EFFECTS)
-def test_every_effect_is_read_when_the_source_is_given(name):
-    body_read, with_source = summaries("import torch\n\n" + EFFECTS[name])
+def test_every_effect_is_read_from_the_focused_parse(name):
+    body_read, with_source = summaries("import torch\n\n" + EFFECTS[name] + UNRELATED)
     assert with_source == body_read
     function = body_read.functions[0]
+    assert [f.name for f in with_source.functions] == [function.name, "describe"]
     recorded = {flag for flag, value in vars(function).items() if value not in (False, (), None, "")} - {
         "name", "line", "params", "keyword_only", "defaults"}
     assert recorded, f"{name}: the summary recorded nothing, so the test proves nothing"
 
 
-def test_a_function_without_effect_words_keeps_its_signature():
+def test_a_blanked_function_keeps_its_signature():
     source = textwrap.dedent("""
         class Trainer:
             def log(self, step_name, *values, sep=" ", **extra):

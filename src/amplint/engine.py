@@ -114,19 +114,22 @@ def _lint_once(
 
             parsed_text = focus_source(text, tokens, view.tree) or text
     result.parsed_text = parsed_text
-    # The file's own summary comes from the whole text, helpers in blanked-out definitions
-    # included. The project is asked about in practice only by files that hold a GradScaler (or,
-    # without the prefilter, by any file: every rule runs): theirs is read from the ast at hand,
-    # before it is released; any other file's is parsed again only if a rule asks.
-    own_summary = None
+    # The file's own summary is read from its facts when a rule first asks, with the outline
+    # (definitions, signatures, imports) of the whole text: the focused parse keeps every
+    # definition a summary can record something of. The project is asked about in practice only
+    # by files that hold a GradScaler (or, without the prefilter, by any file: every rule runs):
+    # their outline is read from the ast at hand, before it is released; any other file's is
+    # parsed again only if a rule asks.
+    outline = None
     if view.tree is not None:
         from amplint.project.asking import mentions_scaler
-        from amplint.project.summarize import summarize_text, summarize_tree
+        from amplint.project.outline import outline_of
+        from amplint.project.quiet_parse import parse
 
         if not settings.prefilter or mentions_scaler(text):
-            own_summary = summarize_tree(view.tree, text)
+            outline = outline_of(view.tree)
         else:
-            own_summary = lambda: summarize_text(text)  # noqa: E731
+            outline = lambda: outline_of(parse(text))  # noqa: E731
     # The ast of a large file is a hundred thousand live objects: kept during the libcst parse,
     # every garbage collection of the parse's allocations would walk them again.
     del view
@@ -147,10 +150,15 @@ def _lint_once(
     result.module, result.positions = module, positions
     try:
         facts = FileFacts(module, positions, filename, settings)
-        if own_summary is not None:
+        if outline is not None:
+            from amplint.amp.summaries import module_summary
             from amplint.project.query import ProjectView
 
-            facts.project = ProjectView(facts, own_summary, project if settings.project_analysis else None)
+            known = outline
+            facts.project = ProjectView(
+                facts, lambda: module_summary(facts, known if not callable(known) else known()),
+                project if settings.project_analysis else None,
+            )
     except MemoryError:
         raise  # the file is past the memory it may take: reported "not linted" by the caller
     except Exception as exc:  # noqa: BLE001 - one broken file must not stop the run

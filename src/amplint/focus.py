@@ -20,9 +20,12 @@ import re
 import warnings
 
 # Tokens of training-step events and of the facts that link functions together.
+# A definition without any of them records nothing in its summary either (every one of
+# :data:`amplint.project.phase.SUMMARY_TOKENS` is here; a test ties them together).
 EVENT_TOKENS = (
     "backward", ".step(", "zero_grad", "torch.save", "load_state_dict", "state_dict", "clip_grad",
     "autocast", "scaler", "Scaler", "optim", "half()", "bfloat16", "float16", "__main__",
+    "unscale_", ".scale(", "get_scale", "torch.half", "save(", ".half(",
 )
 
 

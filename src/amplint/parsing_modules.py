@@ -27,4 +27,6 @@ def import_parsing_modules() -> None:
         import amplint.focus  # noqa: F401
         import amplint.positions  # noqa: F401
         import amplint.project.query  # noqa: F401
+        import amplint.amp.summaries  # noqa: F401
+        import amplint.project.outline  # noqa: F401
         import amplint.project.summarize  # noqa: F401

@@ -93,10 +93,17 @@ class FileFacts(SemanticModel):
     def project(self):
         """The :class:`~amplint.project.query.ProjectView` of this file. The engine sets it with
         what the file's imports reach; facts built on their own see only the file itself."""
+        from amplint.amp.summaries import module_summary
+        from amplint.project.outline import outline_of
         from amplint.project.query import ProjectView
-        from amplint.project.summarize import summarize_text
+        from amplint.project.quiet_parse import parse
 
-        return ProjectView(self, summarize_text(self.module.code))
+        tree = parse(self.module.code)
+        if tree is None:
+            from amplint.project.records import ModuleSummary
+
+            return ProjectView(self, ModuleSummary())
+        return ProjectView(self, lambda: module_summary(self, outline_of(tree)))
 
     @classmethod
     def from_source(cls, code: str, path: str = "example.py", settings=None) -> "FileFacts":

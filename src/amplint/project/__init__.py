@@ -1,7 +1,8 @@
 """The project pass: a small summary of each module's functions, joined across same-project imports.
 
-:mod:`~amplint.project.summarize` reads a module (standard-library ``ast``, no libcst) into a
-:class:`~amplint.project.records.ModuleSummary`; :mod:`~amplint.project.phase` gives a file
+:mod:`~amplint.project.summarize` reads a module into a
+:class:`~amplint.project.records.ModuleSummary` (its outline from ``ast``, what its functions do
+from the libcst facts, by :mod:`amplint.amp.summaries`, as for a linted file); :mod:`~amplint.project.phase` gives a file
 that asks (:mod:`~amplint.project.asking`) the :class:`~amplint.project.context.ProjectContext`
 of the modules it imports, read as far as its lint asks (:mod:`~amplint.project.deferred`) and
 summarised (cached by content) in the worker that lints it; rules ask

@@ -21,11 +21,14 @@ TYPE_CHECKING = False  # typing itself is not imported: a clean run does not nee
 if TYPE_CHECKING:
     from amplint.project.records import ModuleSummary
 
-# Text without which a module's summary records nothing (an import-only summary is kept apart).
-SUMMARY_TOKENS = (
-    b"torch.save", b"load_state_dict", b".step(", b"backward", b"unscale_", b"clip_grad",
-    b"Scaler", b"scaler", b".half(", b"float16", b"bfloat16",
-)
+# Text without which no call of a definition can change its summary. A module holding none of it
+# is summarised from its definitions' names alone (:func:`summarize_path`), and the focused
+# parse keeps every definition holding one (they are among :data:`amplint.focus.EVENT_TOKENS`), so
+# a blanked definition's summary is its signature.
+SUMMARY_TOKENS = ("unscale_", ".scale(", "get_scale", "torch.half", "save(", "clip_grad", "Scaler", "scaler",
+                  "backward", ".step(", ".half(", "half()", "float16", "load_state_dict", "optim")
+
+SUMMARY_BYTES = tuple(token.encode("ascii") for token in SUMMARY_TOKENS)
 
 
 def with_project_context(job, data: bytes | None = None):
@@ -71,7 +74,7 @@ def summarize_path(path: str, cache_dir: str | None = None) -> ModuleSummary | N
     if seen is not None and seen[0] == content:
         return seen[1]
     summary: ModuleSummary | None
-    if not any(token in data for token in SUMMARY_TOKENS):
+    if not any(token in data for token in SUMMARY_BYTES):
         summary = ModuleSummary(defined=_defined_names(data))
     else:
         try:
