@@ -95,7 +95,40 @@ def dump(facts: FileFacts) -> dict[str, Any]:
         "grad_disabled": sorted(_line(facts, n) for n in facts.models.grad_disabled_nodes),
         "bindings": bindings,
         "summaries": _summaries(facts),
+        "paths": _paths(facts),
+        "updates_on_path": {
+            f"{e.kind}@{_line(facts, e.call)}": sorted(_line(facts, u.call) for u in facts.scaling.scaler_updates_on_path(e))
+            for e in facts.timeline.events if getattr(e.kind, "value", e.kind) in ("scale_backward", "scaler_step")
+        },
     }
+
+
+# The training-step events whose order the loop and scaler rules ask about.
+_STEP_KINDS = ("scale_backward", "backward", "unscale", "clip", "scaler_step", "optimizer_step", "update", "zero_grad")
+
+
+def _paths(facts: FileFacts) -> dict[str, list[str]]:
+    """For each pair of step events of one function, in source order, what the control-flow graph
+    says: ``reaches``, ``dominates``, ``on_every_path`` (a then b) and ``loops_back`` (b, then a
+    in a later iteration)."""
+    flow = facts.control_flow
+    by_scope: dict[str, list] = {}
+    for event in facts.timeline.events:
+        if getattr(event.kind, "value", event.kind) in _STEP_KINDS:
+            by_scope.setdefault(_scope(facts, event.ctx.scope), []).append(event)
+    out: dict[str, list[str]] = {}
+    for scope, events in sorted(by_scope.items()):
+        pairs = []
+        for i, a in enumerate(events):
+            for b in events[i + 1:]:
+                said = [name for name, holds in (
+                    ("reaches", flow.reaches(a.ctx, b.ctx)), ("dominates", flow.dominates(a.ctx, b.ctx)),
+                    ("on_every_path", flow.on_every_path(a.ctx, b.ctx)),
+                    ("loops_back", flow.reaches(b.ctx, a.ctx, across_iterations=True)),
+                ) if holds]
+                pairs.append(f"{a.kind}@{_line(facts, a.call)} -> {b.kind}@{_line(facts, b.call)}: {' '.join(said) or '-'}")
+        out[scope] = pairs
+    return out
 
 
 def _summaries(facts: FileFacts) -> list[dict[str, Any]]:

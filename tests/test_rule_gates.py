@@ -298,3 +298,55 @@ def test_amp022_needs_a_backward_method_and_a_prepare_method():
     assert "AMP022" in _gated_away(base + "loss.backward()\n")
     for source in _examples("AMP022"):
         assert "AMP022" not in _gated_away(source)
+
+
+OTHER_AMP_MODULE = dedent("""\
+    import torch
+    from torch_xla.amp.syncfree import AdamW  # the XLA optimizer, not torch's amp
+
+
+    def build(model, lr):
+        # amp: XLA's syncfree optimizers skip the step on inf gradients themselves
+        return AdamW(model.parameters(), lr=lr)
+""")
+
+
+def test_amp001_is_not_asked_where_amp_is_another_package_s_module():
+    assert "AMP001" in _gated_away(OTHER_AMP_MODULE)
+    assert _findings(OTHER_AMP_MODULE, ON) == _findings(OTHER_AMP_MODULE, OFF) == []
+
+
+@pytest.mark.parametrize("source", [
+    "import torch\nwith torch.cuda.amp.autocast():\n    pass\n",
+    "from torch.cuda import amp\nscaler = amp.GradScaler()\n",
+    "from torch.cuda.amp import GradScaler\nscaler = GradScaler()\n",
+    "import torch.cuda.amp\nscaler = torch.cuda.amp.GradScaler()\n",
+    "from torch import cuda\nwith cuda.amp.autocast():\n    pass\n",
+    "import torch\ndtype = torch.get_autocast_gpu_dtype()\n",
+    "from torch import is_autocast_cpu_enabled\nflag = is_autocast_cpu_enabled()\n",
+    "from . import amp\nscaler = amp.GradScaler()\n",
+    "import torch\nx: 'torch.cuda.amp.GradScaler' = None\n",
+])
+def test_every_way_to_reach_torch_s_amp_module_keeps_amp001(source):
+    assert "AMP001" not in _gated_away(source)
+
+
+def test_amp024_needs_a_scaler_or_an_autocast_that_may_be_enabled():
+    mentions = dedent("""\
+        from accelerate import Accelerator
+        import deepspeed
+
+
+        def load(model, dtype):
+            if dtype == "fp16":
+                raise ValueError("run training under `with torch.autocast(device_type='cuda'):`")
+            return deepspeed.init_inference(model)
+    """)
+    assert "AMP024" in _gated_away(mentions)
+    assert "AMP024" not in _gated_away(mentions + "\nwith torch.autocast('cuda'):\n    pass\n")
+    assert "AMP024" not in _gated_away(mentions + "\nscaler = torch.amp.GradScaler('cuda')\n")
+
+
+def test_an_import_of_torch_s_amp_inside_a_try_is_walked():
+    source = "try:\n    from torch.cuda import amp\nexcept ImportError:\n    amp = None\n\nscaler = amp.GradScaler() if amp else None\n"
+    assert "AMP001" not in _gated_away(source)

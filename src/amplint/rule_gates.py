@@ -78,6 +78,9 @@ def _built_disabled(call: ast.Call) -> bool:
 # ``fp16``), a ``device`` only from a call of it or an import of it ``as`` another name.
 # Identifiers are spelled as written only in ASCII source (Python normalises others).
 WALK_WORDS = ("fp16", "bf16", "backward", "prepare", "unscale_")
+# AMP001's evidence: the identifier ``amp`` in an attribute or an import (the legacy function
+# names hold ``autocast``), or a string spelling a dotted ``.amp``.
+_AMP_WORD = re.compile(r"\bamp\b")
 WALK_WORDS_ANY_CASE = ("autocast", "scaler")
 _DEVICE_CALL = re.compile(r"device(?:\s|\\\n|#[^\n]*)*\(")
 # What the source of a string constant like ``"cuda:0"`` must show when it has no escape that can
@@ -121,6 +124,9 @@ class TreeEvidence:
         self.exclusive_flags_together = False  # one call passes ``fp16=True, bf16=True`` (or the full-eval pair)
         self.backward_method_call = False  # ``x.backward(...)``
         self.prepare_method_call = False  # ``x.prepare(...)`` / ``x.prepare_optimizer(...)``
+        # ``torch.cuda.amp`` / ``torch.cpu.amp`` may be reached: an attribute ``amp``, an import of
+        # it from torch, a legacy ``*autocast_gpu*``/``*autocast_cpu*`` name, or a string spelling one
+        self.torch_amp_named = False
         allowed: set[int] = set()  # identifier nodes of the callee of a call built disabled
         held_by_attribute: set[int] = set()  # calls that are the value of ``a.b = <call>``
         for node in self._nodes(tree, text):  # breadth first: a call comes before its callee's nodes
@@ -156,12 +162,14 @@ class TreeEvidence:
                 elif last == "device":
                     self.device_call = True
             elif kind is ast.Name:
+                self.torch_amp_named |= _legacy_autocast_name(node.id)
                 if "autocast" in node.id.lower():
                     self.autocast_named = True
                     if id(node) not in allowed:
                         self.autocast_always_off = False
                 self.scaler_class_named |= "GradScaler" in node.id
             elif kind is ast.Attribute:
+                self.torch_amp_named |= node.attr == "amp" or _legacy_autocast_name(node.attr)
                 if "autocast" in node.attr.lower():
                     self.autocast_named = True
                     if id(node) not in allowed:
@@ -178,9 +186,14 @@ class TreeEvidence:
                 value = node.value
                 if isinstance(value, bytes):
                     value = value.decode("latin-1")
-                if isinstance(value, str) and ":" in value and indexed_device_text(value):
-                    self._indexed_device_string = True
+                if isinstance(value, str):
+                    if ":" in value and indexed_device_text(value):
+                        self._indexed_device_string = True
+                    self.torch_amp_named |= ".amp" in value or _legacy_autocast_name(value)
+            elif kind is ast.ImportFrom or kind is ast.Import:
+                self.torch_amp_named |= _imports_torch_amp(node)
             elif kind is ast.alias:
+                self.torch_amp_named |= _legacy_autocast_name(node.name)
                 self.scaler_class_named |= "GradScaler" in node.name
                 self.autocast_named |= "autocast" in node.name.lower()
                 # ``from torch import autocast`` binds the name its calls are read through; ``as ac``
@@ -212,7 +225,7 @@ class TreeEvidence:
             # Python normalises identifiers that are not ASCII (NFKC): a statement that is not
             # ASCII is walked whatever it spells.
             if not (not chunk.isascii() or isinstance(statement, (ast.Import, ast.ImportFrom)) or any(word in chunk for word in WALK_WORDS)
-                    or any(word in chunk.lower() for word in WALK_WORDS_ANY_CASE)
+                    or any(word in chunk.lower() for word in WALK_WORDS_ANY_CASE) or _AMP_WORD.search(chunk)
                     or "device" in chunk and _DEVICE_CALL.search(chunk)):
                 self._unwalked.append((statement, chunk))
             elif isinstance(statement, ast.ClassDef):
@@ -244,6 +257,22 @@ class TreeEvidence:
         whose class name is written in the file, ``unscale_``, ``.scale(loss).backward()`` or a
         ``step`` on a receiver whose last part says ``scaler``."""
         return self.scaler_class_named or self.unscale_attribute or self.scaled_backward or self.named_scaler_step
+
+
+def _legacy_autocast_name(name: str) -> bool:
+    return "autocast_gpu" in name or "autocast_cpu" in name
+
+
+def _imports_torch_amp(node: ast.Import | ast.ImportFrom) -> bool:
+    """The import may bind ``torch.cuda.amp``/``torch.cpu.amp`` or a name from them: ``amp`` is a
+    part of the imported module or an imported name, of torch (``torch_xla.amp`` is not torch's),
+    or of a relative import (the package may be torch)."""
+    if isinstance(node, ast.Import):
+        return any(alias.name.split(".")[0] == "torch" and "amp" in alias.name.split(".") for alias in node.names)
+    parts = (node.module or "").split(".")
+    if node.level == 0 and parts[0] != "torch":
+        return False
+    return "amp" in parts or any(alias.name == "amp" for alias in node.names)
 
 
 def _indexed_constant(node: ast.AST) -> bool:
@@ -292,6 +321,18 @@ def _amp006_may_report(evidence: TreeEvidence) -> bool:
     return evidence.scaler_evidence or evidence.scaler_wrapper_call
 
 
+def _amp001_may_report(evidence: TreeEvidence) -> bool:
+    """AMP001 reports a reference whose qualified name is a deprecated ``torch.cuda.amp`` /
+    ``torch.cpu.amp`` member or legacy function: the module ``amp`` is named in an attribute or a
+    torch import, or the function's own name says ``autocast_gpu``/``autocast_cpu``."""
+    return evidence.torch_amp_named
+
+
+def _amp024_may_report(evidence: TreeEvidence) -> bool:
+    """AMP024 reports an enabled scale of a GradScaler of the file or an enabled autocast."""
+    return evidence.scaler_evidence or not evidence.autocast_always_off
+
+
 def _amp021_may_report(evidence: TreeEvidence) -> bool:
     """AMP021 reports a call that passes both flags of an exclusive pair as literal ``True``."""
     return evidence.exclusive_flags_together
@@ -303,6 +344,7 @@ def _amp022_may_report(evidence: TreeEvidence) -> bool:
 
 
 GATES = {
+    "AMP001": _amp001_may_report,
     "AMP002": _needs_enabled_autocast,
     "AMP003": _needs_a_scaler,
     "AMP005": _amp005_may_report,
@@ -318,6 +360,7 @@ GATES = {
     "AMP018": _needs_enabled_autocast,
     "AMP021": _amp021_may_report,
     "AMP022": _amp022_may_report,
+    "AMP024": _amp024_may_report,
 }
 
 

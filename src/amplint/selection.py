@@ -44,22 +44,24 @@ def rules_to_run(text: str, settings: Settings, codes: frozenset[str]) -> tuple[
 def codes_to_run(text: str, settings: Settings, codes: frozenset[str]) -> frozenset[str]:
     """The codes of :func:`rules_to_run`, read from the rules' metadata without importing them."""
     if settings.prefilter:
-        codes = frozenset(rule.code for rule in metadata_for(codes) if _may_fire(rule, text))
+        lowered: list = []
+        codes = frozenset(rule.code for rule in metadata_for(codes) if _may_fire(rule, text, lowered))
     return codes
 
 
-def _may_fire(rule, text: str | bytes) -> bool:
+def _may_fire(rule, text: str | bytes, lowered: list | None = None) -> bool:
     """Whether ``text`` holds one of the rule's triggers (if it declares any), all it requires, and
-    a match of its required pattern."""
+    a match of its required pattern. ``lowered``: where the lower-cased text is kept for the next
+    rule asked about the same text (lower-casing copies it)."""
     as_text = isinstance(text, str)
-    lowered = None
+    if lowered is None:
+        lowered = []
 
     def occurs(token: str) -> bool:
-        nonlocal lowered
         if any_case(token):
-            if lowered is None:
-                lowered = text.lower()
-            haystack, token = lowered, token.lower()
+            if not lowered:
+                lowered.append(text.lower())
+            haystack, token = lowered[0], token.lower()
         else:
             haystack = text
         return (token if as_text else token.encode("ascii")) in haystack
@@ -151,7 +153,10 @@ def may_have_findings(data: bytes | str, settings: Settings, filename: str) -> b
         # Lower-casing copies the file: done only for a file with no trigger as written, once.
         some_trigger = any(token in data for token in tokens) or bool(words) and _any_in(words, data.lower())
     # Most files hold no trigger and end here; the few that do are asked rule by rule.
-    return some_trigger and any(_may_fire(rule, data) for rule in metadata_for(codes))
+    if not some_trigger:
+        return False
+    lowered: list = []
+    return any(_may_fire(rule, data, lowered) for rule in metadata_for(codes))
 
 
 def _any_in(tokens: tuple, data: bytes | str) -> bool:
