@@ -79,6 +79,8 @@ class CheckpointHelperFacts:
 
     def __init__(self, facts) -> None:
         self.facts = facts
+        # call -> the construction of the object whose method it calls (``Checkpointer(model, optimizer)``)
+        self._constructions: dict[cst.Call, cst.Call] = {}
 
     def calls(self):
         facts = self.facts
@@ -108,14 +110,23 @@ class CheckpointHelperFacts:
 
     def _method_of_local_object(self, site) -> Callee | None:
         """``saver.save_model(model, optimizer)`` where ``saver = CheckpointSaver(...)`` is bound
-        once in the calling function and ``CheckpointSaver`` is a class of this file."""
+        once in the calling function, or ``self.checkpointer.save(path)`` where
+        ``self.checkpointer = Checkpointer(...)`` is the one assignment of that attribute in the
+        class, and ``CheckpointSaver``/``Checkpointer`` is a class of this file."""
         parts = (site.func_text or "").split(".")
-        if len(parts) != 2 or parts[0] == "self":
-            return None
         facts = self.facts
-        local = [a for a in facts.assignments_to(parts[0], site.ctx.scope) if a.ctx.scope is site.ctx.scope]
+        if len(parts) == 2 and parts[0] != "self":
+            local = [a for a in facts.assignments_to(parts[0], site.ctx.scope) if a.ctx.scope is site.ctx.scope]
+        elif len(parts) == 3 and parts[0] == "self" and site.ctx.scope.class_scope is not None:
+            owner = site.ctx.scope.class_scope
+            target = f"self.{parts[1]}"
+            local = [a for a in facts.assignments_to(target) if a.ctx.scope.class_scope is owner]
+            parts = [target, parts[2]]
+        else:
+            return None
         if len(local) != 1 or len(local[0].targets) != 1 or not isinstance(local[0].value, cst.Call):
             return None
+        self._constructions[site.node] = local[0].value
         cls = S.dotted(local[0].value.func)
         bindings = facts.bindings.bindings_of(cls, site.ctx.scope) if cls and "." not in cls else []
         if not bindings or any(b.scope.kind != "module" or b.kind.name != "CLASS" for b in bindings):
@@ -160,6 +171,8 @@ class CheckpointHelperFacts:
             if whole is not None:
                 return HelperCheckpoint(site, callee, side, tuple(scalers), None, whole)
             handed = [p for p in function.saved_params if p in bound and _is_optimizer_value(facts, bound[p])]
+            if not handed and "self" in function.saved_params and function.saves_optimizer:
+                handed = self._built_with_optimizer(site.node, scalers)
             covered = function.saves_scaler
         else:
             handed = [p for p in function.restored_params if p in bound and _is_optimizer_value(facts, bound[p])]
@@ -169,6 +182,18 @@ class CheckpointHelperFacts:
         if covered and not missing:
             return None  # the helper saves (restores) a scaler it finds itself
         return HelperCheckpoint(site, callee, side, tuple(scalers), missing[0] if len(missing) == 1 else None, None)
+
+    def _built_with_optimizer(self, call: cst.Call, scalers: list[str]) -> list[str]:
+        """``["self"]`` when the object whose method ``call`` calls was built with an optimizer and
+        without the scaler (``Checkpointer(model, optimizer)``): the state its method saves from
+        ``self`` is the optimizer's."""
+        built = self._constructions.get(call)
+        if built is None or any(arg.star for arg in built.args):
+            return []
+        values = [arg.value for arg in built.args]
+        if any(self.facts.checkpoints.mentions_scaler(value, scalers) for value in values):
+            return []
+        return ["self"] if any(_is_optimizer_value(self.facts, value) for value in values) else []
 
     def _scaler_handled_beside(self, site, scalers: list[str], side: str) -> bool:
         """The scaler is saved (restored) another way where the helper is called: in the same
