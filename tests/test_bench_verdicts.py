@@ -85,3 +85,22 @@ def test_table_counts_a_rerun_against_the_review():
 def test_table_lists_every_rule_even_without_findings():
     table = verdicts.rule_table([], {}, {"AMP002": "backward-in-autocast"}, packages=set())
     assert _row(table, "AMP002 backward-in-autocast")[1:] == ["0", "–", "–", "–", "–", "–", "–"]
+
+
+SNAPSHOT_KEY = re.compile(r"^(?P<snapshot>[^/@]+\+[^/@]+@[0-9a-f]{7,40})/(?P<file>.+\.(py|ipynb)):(?P<row>[0-9]+):(?P<code>AMP[0-9]{3})$")
+
+
+def test_snapshot_verdicts_name_listed_snapshots_and_reviewed_rules():
+    import snapshot_review
+
+    review = verdicts.load(BENCH / "snapshot-verdicts.json")
+    snapshots = {snapshot_review.package_key(repo, entry["commit"]) for repo, entry in review["snapshots"].items()}
+    assert len(review["snapshots"]) >= 15
+    for key in review["findings"]:
+        match = SNAPSHOT_KEY.match(key)
+        assert match, key
+        assert match["snapshot"] in snapshots, key
+        assert match["code"] in review["rules"], key
+    for miss in review["misses"]:
+        assert miss["package"] in snapshots and miss["rule"] in review["rules"], miss
+        assert miss["why"].strip(), miss

@@ -208,3 +208,17 @@ def test_a_shell_escape_continued_with_a_backslash_is_one_command(tmp_path):
     (cell,) = nbformat.reads(path.read_text(), as_version=4).cells
     assert cell.source.startswith("!pip install torch \\\n    transformers \\\n  accelerate\nimport torch\n")
     assert "torch.amp.autocast(\"cuda\")" in cell.source
+
+
+def test_a_package_manager_magic_without_a_percent_sign_is_ipython_not_a_syntax_error(tmp_path):
+    # IPython's automagic (on by default) runs ``pip install x`` as ``%pip install x``.
+    path = tmp_path / "nb.ipynb"
+    path.write_text(_notebook("pip install accelerate peft\n", "import torch\nscaler = torch.cuda.amp.GradScaler()\n",
+                              "pip = 3\nprint(pip)\n"))
+    run = _amplint(tmp_path, "--output-format", "concise", "nb.ipynb")
+    assert "AMP000" not in run.stdout
+    assert "nb.ipynb:cell 2:2:" in run.stdout and " AMP001 " in run.stdout
+    _amplint(tmp_path, "--fix", "nb.ipynb")
+    cells = [c.source for c in nbformat.reads(path.read_text(), as_version=4).cells]
+    assert cells[0] == "pip install accelerate peft\n" and cells[2] == "pip = 3\nprint(pip)\n"
+    assert 'torch.amp.GradScaler("cuda")' in cells[1]

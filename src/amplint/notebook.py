@@ -6,7 +6,8 @@ survive a fix. IPython syntax that is not Python is replaced by a marked placeho
 same indentation, and put back when a fixed cell is written:
 
 - line magics and shell escapes (``%matplotlib inline``, ``!pip install x``, ``x = !ls``),
-  help lines (``model?``);
+  help lines (``model?``), and the package-manager magics IPython runs without a ``%``
+  (automagic, on by default): ``pip install x``, ``conda install x``;
 - ``%%time`` / ``%%timeit`` / ``%%capture`` first lines (their body is Python);
 - any other cell magic (``%%bash``, ``%%writefile``): the whole cell.
 
@@ -26,6 +27,9 @@ _PYTHON_CELL_MAGICS = ("%%time", "%%timeit", "%%capture")
 _LINE_MAGIC = re.compile(r"^([ \t]*)(?:[%!]|\?\??\w)")
 _ASSIGNED_MAGIC = re.compile(r"^([ \t]*[\w.]+[ \t]*=[ \t]*)[%!]")
 _HELP = re.compile(r"^([ \t]*)[\w.]+\?\??[ \t]*$")
+# ``pip install x`` at the start of a line is never Python (two names side by side); IPython runs
+# it as the ``%pip`` magic.
+_AUTOMAGIC = re.compile(r"^(?:pip|conda|mamba)[ \t]+(?:install|uninstall|list|show|freeze|download|update|remove|create)\b")
 _LINES = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")
 _LINE_REFERENCE = re.compile(r"\bline (\d+)\b")
 
@@ -138,7 +142,7 @@ def _python_lines(cell: CodeCell) -> tuple[list[str], dict[int, str]]:
             magics[index] = line
             out.append(f"{assigned.group(1)}None  {MAGIC_MARK}{ident}{ending}")
             continued = re.match(r"[ \t]*", body).group(0) if body.endswith("\\") else None
-        elif _LINE_MAGIC.match(body) or _HELP.match(body):
+        elif _LINE_MAGIC.match(body) or _HELP.match(body) or _AUTOMAGIC.match(body):
             magics[index] = line
             indent = re.match(r"[ \t]*", body).group(0)
             out.append(f"{indent}pass  {MAGIC_MARK}{ident}{ending}")
