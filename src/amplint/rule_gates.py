@@ -77,11 +77,11 @@ def _built_disabled(call: ast.Call) -> bool:
 # flags read them; ``GradScaler`` and ``...Scaler`` hold ``scaler``; ``fp16_full_eval`` holds
 # ``fp16``), a ``device`` only from a call of it or an import of it ``as`` another name.
 # Identifiers are spelled as written only in ASCII source (Python normalises others).
-WALK_WORDS = ("fp16", "bf16", "backward", "prepare", "unscale_")
+WALK_WORDS = ("bf16", "backward", "prepare", "unscale_")
 # AMP001's evidence: the identifier ``amp`` in an attribute or an import (the legacy function
 # names hold ``autocast``), or a string spelling a dotted ``.amp``.
 _AMP_WORD = re.compile(r"\bamp\b")
-WALK_WORDS_ANY_CASE = ("autocast", "scaler")
+WALK_WORDS_ANY_CASE = ("autocast", "scaler", "fp16")
 _DEVICE_CALL = re.compile(r"device(?:\s|\\\n|#[^\n]*)*\(")
 # What the source of a string constant like ``"cuda:0"`` must show when it has no escape that can
 # write a colon or a digit (``\x3a``, ``\072``, ``\u003a``, ``\N{...}``): its first colon right
@@ -116,6 +116,9 @@ class TreeEvidence:
         self.scaled_backward = False  # ``x.scale(loss).backward()``
         self.scaler_class_named = False  # an identifier naming a GradScaler class (``GradScaler``, ``ShardedGradScaler``)
         self.fp16_true_keyword = False  # ``fp16=True`` (``TrainingArguments(fp16=True)``)
+        # a string ``"fp16"`` (any case) or an attribute ``FP16``: an ``Accelerator(mixed_precision=...)``
+        # the facts read as fp16 spells one of them
+        self.fp16_precision_named = False
         self.unscale_attribute = False  # ``x.unscale_``
         self.named_scaler_step = False  # ``<...scaler...>.step(...)``: a step on a receiver named like a scaler
         # A call of a class named ``...Scaler`` that is not assigned to one attribute
@@ -170,6 +173,7 @@ class TreeEvidence:
                 self.scaler_class_named |= "GradScaler" in node.id
             elif kind is ast.Attribute:
                 self.torch_amp_named |= node.attr == "amp" or _legacy_autocast_name(node.attr)
+                self.fp16_precision_named |= node.attr == "FP16"
                 if "autocast" in node.attr.lower():
                     self.autocast_named = True
                     if id(node) not in allowed:
@@ -190,6 +194,7 @@ class TreeEvidence:
                     if ":" in value and indexed_device_text(value):
                         self._indexed_device_string = True
                     self.torch_amp_named |= ".amp" in value or _legacy_autocast_name(value)
+                    self.fp16_precision_named |= value.lower() == "fp16"
             elif kind is ast.ImportFrom or kind is ast.Import:
                 self.torch_amp_named |= _imports_torch_amp(node)
             elif kind is ast.alias:
@@ -302,10 +307,10 @@ def _amp015_may_report(evidence: TreeEvidence) -> bool:
 
 def _amp005_may_report(evidence: TreeEvidence) -> bool:
     """AMP005 needs AMP in use (an enabled autocast region, a GradScaler built, whose class name is
-    then written in the file, or a loss scaled with ``.scale(loss).backward()``) or a Trainer built
-    with a literal ``fp16=True``."""
-    return not (evidence.autocast_always_off and not evidence.scaled_backward
-                and not evidence.scaler_class_named and not evidence.fp16_true_keyword)
+    then written in the file, or a loss scaled with ``.scale(loss).backward()``), a Trainer built
+    with a literal ``fp16=True``, or an Accelerator whose literal precision is ``"fp16"``."""
+    return not (evidence.autocast_always_off and not evidence.scaled_backward and not evidence.scaler_class_named
+                and not evidence.fp16_true_keyword and not evidence.fp16_precision_named)
 
 
 def _needs_a_scaler(evidence: TreeEvidence) -> bool:

@@ -23,7 +23,11 @@ class WholeModelHalf(Rule):
     `Trainer` with `TrainingArguments(fp16=True)`. A module counts as trained when its parameters go
     to an optimizer or it is called, with gradients on, in the training loop. The cast may be
     `.type(torch.HalfTensor)` or `.to(dtype=weight_dtype)` where every assignment of `weight_dtype`
-    is a half dtype. A function that casts its model argument in place (`validate(model)` running
+    is a half dtype. Under Accelerate, a literal `Accelerator(mixed_precision="fp16")` built in
+    the same function is the AMP in use: the trained model moved to float16 with the frozen ones
+    (`unet.to(accelerator.device, dtype=weight_dtype)`, the diffusers-script shape) is reported;
+    models that are frozen, adapters (PEFT/LoRA) or a quantized base, a precision from the
+    launcher and `"bf16"` are not. A function that casts its model argument in place (`validate(model)` running
     `model.half()`) is reported when the training loop calls it with the trained model and nothing
     casts it back, even under `no_grad` or in an evaluation function.
 
@@ -80,6 +84,8 @@ class WholeModelHalf(Rule):
 
     ## References
     - [Automatic Mixed Precision package - torch.amp](https://pytorch.org/docs/stable/amp.html)
+    - Accelerate 1.16.0: an fp16 `Accelerator` builds a GradScaler (`accelerator.py:536-555`) and
+      the prepared optimizer's `step()` unscales through it (`optimizer.py:169-173`)
     - [CUDA Automatic Mixed Precision examples](https://pytorch.org/docs/stable/notes/amp_examples.html)
     - [Automatic Mixed Precision recipe](https://pytorch.org/tutorials/recipes/recipes/amp_recipe.html)
     """
@@ -90,7 +96,7 @@ class WholeModelHalf(Rule):
     fix_safety = FixSafety.UNSAFE
     fix_withheld = "for a cast in a function the training loop calls"
     # Literal substrings for the prefilter: a half model matters only next to AMP: autocast, a scaler, or HF fp16 training.
-    triggers = ("autocast", "GradScaler", ".scale(", "fp16=True")
+    triggers = ("autocast", "GradScaler", ".scale(", "fp16=True", "Accelerator")
 
     valid = (
         # inputs, not the model
@@ -144,6 +150,35 @@ class WholeModelHalf(Rule):
         """),
     )
     invalid = (
+        Invalid(
+            dedent("""\
+                import torch
+                from accelerate import Accelerator
+
+                def main(model, loader):
+                    accelerator = Accelerator(mixed_precision="fp16")
+                    model.to(accelerator.device, dtype=torch.float16)
+                    optimizer = torch.optim.AdamW(model.parameters())
+                    model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+                    for batch in loader:
+                        accelerator.backward(model(batch).mean())
+                        optimizer.step()
+            """),
+            fixed=dedent("""\
+                import torch
+                from accelerate import Accelerator
+
+                def main(model, loader):
+                    accelerator = Accelerator(mixed_precision="fp16")
+                    model.to(accelerator.device)
+                    optimizer = torch.optim.AdamW(model.parameters())
+                    model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+                    for batch in loader:
+                        accelerator.backward(model(batch).mean())
+                        optimizer.step()
+            """),
+            unsafe=True,
+        ),
         Invalid(
             dedent("""\
                 import torch
@@ -221,11 +256,27 @@ class WholeModelHalf(Rule):
         yield from self._check_casts()
         yield from self._check_hf()
 
+    def _fp16_accelerator(self, cast: HalfCast):
+        """The ``Accelerator(mixed_precision="fp16")`` built in the function of ``cast``: it builds
+        a GradScaler, which its prepared optimizer's ``step`` unscales (accelerate 1.16.0
+        ``accelerator.py:536-555``, ``optimizer.py:169-173``). Adapters or a quantized model train
+        other parameters than the cast ones: then ``None``."""
+        facts = self.facts
+        if cast.dtype != "float16" or facts.casts.uses_adapters_or_quantization:
+            return None
+        return next((build for build in facts.frameworks.accelerator_builds
+                     if build.builds_scaler and build.source == "literal" and build.precisions == frozenset({"fp16"})
+                     and build.site.ctx.scope is cast.ctx.scope), None)
+
     def _check_casts(self) -> Iterator[Violation]:
         facts = self.facts
-        if not facts.casts.half_casts or not facts.scaling.uses_amp:
+        if not facts.casts.half_casts:
             return
+        uses_amp = facts.scaling.uses_amp
         for cast in facts.casts.half_casts:
+            accelerator = None if uses_amp else self._fp16_accelerator(cast)
+            if not uses_amp and accelerator is None:
+                continue
             ctx = cast.ctx
             during_training = facts.casts.cast_in_place_during_training(cast)
             if during_training is not None:
@@ -234,10 +285,24 @@ class WholeModelHalf(Rule):
             if facts.models.in_no_grad(ctx) or facts.casts.in_inference_function(ctx) or cast.call in facts.casts.casts_undone:
                 continue
             keys = [key for key in facts.casts.cast_modules(cast) if facts.casts.is_trained_module(key, ctx)]
+            if accelerator is not None:
+                keys = [key for key in keys if key not in facts.models.frozen_modules]
             if not keys:
                 continue
             if facts.casts.training_after(ctx) is False:
                 continue  # cast after training: export / inference tail
+            if accelerator is not None:
+                if ctx.branches:
+                    continue  # cast on one path only: which path trains is not known here
+                line = facts.position(accelerator.site.node).start.line
+                message = (
+                    f"The trained model `{keys[0]}` is cast to float16 (`{self._short(cast)}`) while the Accelerator on "
+                    f"line {line} runs in fp16: its GradScaler raises `ValueError: Attempting to unscale FP16 gradients.` "
+                    f"at the first `optimizer.step()` (or `accelerator.clip_grad_norm_`). Keep the trained parameters "
+                    f"float32; Accelerate's autocast casts per op"
+                )
+                yield self.violation(cast.call, message, fix=self._fix(cast))
+                continue
             if ctx.branches and not facts.scaling.definite_scaler_seen_from(ctx):
                 continue  # a half-precision mode next to an optional AMP mode: cannot tell
             problem = (
