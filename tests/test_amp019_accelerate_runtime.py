@@ -22,7 +22,7 @@ from amplint.api import fix_source, lint_source
 
 torch = pytest.importorskip("torch")
 accelerate = pytest.importorskip("accelerate", reason="the frameworks extra (accelerate) is not installed")
-from accelerate.state import AcceleratorState  # noqa: E402
+from accelerate_support import fresh_state, run_source  # noqa: E402,F401  (fresh_state: autouse)
 
 # Starts torch or a process that trains, verifies or runs pre-commit: not in the fast tier.
 pytestmark = pytest.mark.slow
@@ -58,18 +58,8 @@ def run(steps=4, lr=0.1, max_norm=1.0, init_scale=1024.0):
 """
 
 
-@pytest.fixture(autouse=True)
-def fresh_state():
-    """Accelerate keeps its state in process-wide singletons: each test starts from none."""
-    AcceleratorState._reset_state(True)
-    yield
-    AcceleratorState._reset_state(True)
-
-
 def _run(source: str):
-    namespace: dict = {}
-    exec(compile(source, "<loop>", "exec"), namespace)
-    return namespace["run"]()
+    return run_source(source)
 
 
 def test_on_cpu_fp16_builds_no_scaler():

@@ -18,7 +18,7 @@ from amplint.api import fix_source, lint_source
 
 torch = pytest.importorskip("torch")
 accelerate = pytest.importorskip("accelerate", reason="the frameworks extra (accelerate) is not installed")
-from accelerate.state import AcceleratorState  # noqa: E402
+from accelerate_support import fresh_state, run_source  # noqa: E402,F401  (fresh_state: autouse)
 
 # Starts torch or a process that trains, verifies or runs pre-commit: not in the fast tier.
 pytestmark = pytest.mark.slow
@@ -64,18 +64,8 @@ def _reference_first_step(lr=0.1):
     return sum((p.detach() - b).norm() ** 2 for p, b in zip(model.parameters(), before)).sqrt().item()
 
 
-@pytest.fixture(autouse=True)
-def fresh_state():
-    """Accelerate keeps its state in process-wide singletons: each test starts from none."""
-    AcceleratorState._reset_state(True)
-    yield
-    AcceleratorState._reset_state(True)
-
-
 def _run(source: str):
-    namespace: dict = {}
-    exec(compile(source, "<loop>", "exec"), namespace)
-    return namespace["run"]()
+    return run_source(source)
 
 
 def test_plain_backward_fails_the_first_step():
