@@ -88,7 +88,23 @@ class ScalerFacts:
                         get(scaler).evidence.add("scale-backward")
             elif method == "step" and receiver is not None and "scaler" in receiver.rsplit(".", 1)[-1].lower() and len(S.positional_args(site.node)) == 1:
                 get(receiver).evidence.add("named-step")
+        # A DeepSpeed engine scales its own loss for a manual backward (``engine.scale(loss)
+        # .backward()``, deepspeed 0.19.8 engine.py:3338): not a GradScaler.
+        for engine in self._deepspeed_engines():
+            if engine in out and not out[engine].constructions:
+                del out[engine]
         return out
+
+    def _deepspeed_engines(self) -> set[str]:
+        """The names ``deepspeed.initialize(...)`` returns its engine into (``engine, opt, _, _ = ...``)."""
+        from amplint.amp.framework_configs import DEEPSPEED_INITIALIZE
+
+        engines = set()
+        for site in self.facts.call_index.calls_to(DEEPSPEED_INITIALIZE):
+            for assignment in self.facts.assignments_in(site.ctx.scope):
+                if assignment.value is site.node and assignment.targets:
+                    engines.add(assignment.targets[0])
+        return engines
 
     @cached_property
     def _assignments_by_target_and_scope(self) -> dict[tuple[str, int], list]:

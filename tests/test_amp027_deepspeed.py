@@ -1,0 +1,60 @@
+"""AMP027 and DeepSpeed's own loss scaling, checked on the linter's side only.
+
+DeepSpeed does not run here: it is not in the frameworks extra, and its fp16 engine needs an
+accelerator. What the rule rests on is DeepSpeed 0.19.8's source: ``engine.backward(loss)``
+divides by the accumulation steps and applies the loss scale (``deepspeed/runtime/engine.py``
+3413-3418); a direct ``loss.backward()`` under an fp16 config raises ``RuntimeError: Loss scaling
+is required for this configuration, but backward() was called directly without scaling the
+loss`` (``engine.py:3205-3211``); ``engine.scale(loss).backward()`` is the supported manual
+backward (``engine.py:3338``). So the manual backward must not read as a GradScaler to the other
+rules either.
+"""
+
+from __future__ import annotations
+
+from textwrap import dedent
+
+from amplint.api import lint_source
+
+ALL = {"select": ["ALL"]}
+
+PLAIN = dedent("""\
+    import deepspeed
+
+    def train(model, loader):
+        config = {"train_batch_size": 8, "fp16": {"enabled": True}}
+        engine, optimizer, _, _ = deepspeed.initialize(model=model, model_parameters=model.parameters(), config=config)
+        for x in loader:
+            loss = engine(x).mean()
+            loss.backward()
+            optimizer.step()
+""")
+
+
+def _codes(source: str) -> list[tuple[str, int]]:
+    return [(f.code, f.location.row) for f in lint_source(source, settings=ALL)]
+
+
+def test_a_plain_backward_on_an_fp16_engine_is_reported_at_the_backward():
+    assert _codes(PLAIN) == [("AMP027", 8)]
+
+
+def test_deepspeed_s_manual_backward_is_not_a_grad_scaler_to_any_rule():
+    manual = PLAIN.replace("loss.backward()\n        optimizer.step()", "engine.scale(loss).backward()\n        engine.step()")
+    assert _codes(manual) == []
+
+
+def test_the_engine_s_backward_and_a_bf16_config_are_silent():
+    assert _codes(PLAIN.replace("loss.backward()", "engine.backward(loss)")) == []
+    assert _codes(PLAIN.replace('"fp16"', '"bf16"')) == []
+
+
+def test_a_backward_with_no_step_of_the_engine_after_it_is_silent():
+    assert _codes(PLAIN.replace("        optimizer.step()\n", "")) == []
+
+
+def test_a_real_grad_scaler_beside_an_engine_is_still_a_grad_scaler():
+    layered = PLAIN.replace(
+        "        for x in loader:", "        scaler = torch.amp.GradScaler('cuda')\n        for x in loader:"
+    ).replace("loss.backward()", "scaler.scale(loss).backward()").replace("import deepspeed", "import deepspeed\nimport torch")
+    assert "AMP024" in {code for code, _ in _codes(layered)}
