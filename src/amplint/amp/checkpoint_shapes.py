@@ -14,7 +14,7 @@ _STATE_SUFFIXES = ("_state_dict", "_state", "_sd", "_dict")
 
 Item = tuple[str | None, cst.BaseExpression, cst.CSTNode]
 # Calls that turn a record into the dict that is saved.
-_RECORD_TO_DICT = ("asdict", "dataclasses.asdict", "vars")
+RECORD_TO_DICT = ("asdict", "dataclasses.asdict", "vars")
 
 
 def _record_items(value: cst.CSTNode | None) -> tuple[str, list[Item]] | None:
@@ -49,4 +49,4 @@ def names_optimizer_state(key: str | None) -> bool:
 
 def _record_to_dict(node: cst.CSTNode | None) -> bool:
     """``asdict(x)`` / ``vars(x)``: the dict of one record."""
-    return isinstance(node, cst.Call) and S.dotted(node.func) in _RECORD_TO_DICT and len(node.args) == 1
+    return isinstance(node, cst.Call) and S.dotted(node.func) in RECORD_TO_DICT and len(node.args) == 1

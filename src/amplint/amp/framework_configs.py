@@ -39,6 +39,21 @@ def deepspeed_precision(facts: Any, call: cst.Call, ctx: Context) -> str | None:
     return None
 
 
+def deepspeed_initializations(facts: Any) -> list[tuple[Any, tuple[str, ...]]]:
+    """Each ``deepspeed.initialize(...)`` call with the names it is unpacked into
+    (``engine, optimizer, _, _ = ...``; deepspeed/__init__.py returns engine, optimizer,
+    dataloader, lr_scheduler); ``()`` when its result is not unpacked into names."""
+    out = []
+    for site in facts.call_index.calls_to(DEEPSPEED_INITIALIZE):
+        targets: tuple[str, ...] = ()
+        for assignment in facts.assignments_in(site.ctx.scope):
+            if assignment.value is site.node and assignment.targets:
+                targets = assignment.targets
+                break
+        out.append((site, targets))
+    return out
+
+
 def is_lightning_module(facts: Any, owner: Scope) -> bool:
     """``owner`` is a class deriving from Lightning's ``LightningModule``."""
     node = owner.node

@@ -97,14 +97,9 @@ class ScalerFacts:
 
     def _deepspeed_engines(self) -> set[str]:
         """The names ``deepspeed.initialize(...)`` returns its engine into (``engine, opt, _, _ = ...``)."""
-        from amplint.amp.framework_configs import DEEPSPEED_INITIALIZE
+        from amplint.amp.framework_configs import deepspeed_initializations
 
-        engines = set()
-        for site in self.facts.call_index.calls_to(DEEPSPEED_INITIALIZE):
-            for assignment in self.facts.assignments_in(site.ctx.scope):
-                if assignment.value is site.node and assignment.targets:
-                    engines.add(assignment.targets[0])
-        return engines
+        return {targets[0] for _, targets in deepspeed_initializations(self.facts) if targets}
 
     @cached_property
     def _assignments_by_target_and_scope(self) -> dict[tuple[str, int], list]:

@@ -19,6 +19,7 @@ import unicodedata
 
 import libcst as cst
 
+from amplint.amp.checkpoint_shapes import RECORD_TO_DICT, names_optimizer_state, names_scaler_state
 import amplint.semantic.syntax as S
 from amplint.project.outline import Outline, Signature
 from amplint.project.records import FunctionSummary, ModuleSummary, SavedCheckpoint
@@ -26,7 +27,6 @@ from amplint.project.records import FunctionSummary, ModuleSummary, SavedCheckpo
 SCALER_CLASSES = ("GradScaler", "ShardedGradScaler")
 _HALF_DTYPES = ("float16", "half", "bfloat16")
 _CLIP_NAMES = ("clip_grad_norm_", "clip_grad_value_", "clip_grad_norm", "clip_gradients", "clip_grad")
-_RECORD_TO_DICT = ("asdict", "dataclasses.asdict", "vars")
 
 
 def _identifier(name: str) -> str:
@@ -45,10 +45,6 @@ def names_scaler(text: str | None) -> bool:
 
 def names_optimizer(text: str | None) -> bool:
     return bool(text) and "optim" in text.rsplit(".", 1)[-1].lower()
-
-
-def key_names_scaler(key: str) -> bool:
-    return "scaler" in key.lower() or key.lower() in ("amp", "amp_state")
 
 
 def module_summary(facts, outline: Outline) -> ModuleSummary:
@@ -226,8 +222,8 @@ class _Reader:
                 continue
             items, complete = _literal_items(arg.value)  # type: ignore[misc]
             keys = tuple(k for k, _ in items if k is not None)
-            if any("optim" in k.lower() for k in keys):
-                scaler = any(key_names_scaler(k) for k in keys) or any(self.is_scaler(self._state_owner(v)) for _, v in items)
+            if any(names_optimizer_state(k) for k in keys):
+                scaler = any(names_scaler_state(k) for k in keys) or any(self.is_scaler(self._state_owner(v)) for _, v in items)
                 self._save(call, keys, complete, True, scaler)
 
     def _is_scaled(self, node: cst.CSTNode) -> bool:
@@ -274,9 +270,9 @@ class _Reader:
             root = owner.split(".")[0] if owner else None
             if root in self.all_params:
                 self.saved_params.add(root)
-            if (key is not None and key_names_scaler(key)) or self.is_scaler(owner):
+            if names_scaler_state(key) or self.is_scaler(owner):
                 scaler = True
-            elif (key is not None and "optim" in key.lower()) or self.is_optimizer(owner):
+            elif names_optimizer_state(key) or self.is_optimizer(owner):
                 optimizer = True
         if optimizer:
             self._set("saves_optimizer")
@@ -298,7 +294,7 @@ class _Reader:
             return direct
         if isinstance(obj, cst.Call) and isinstance(obj.func, cst.Attribute) and _identifier(obj.func.attr.value) == "state_dict":
             return [(None, obj)], True
-        if isinstance(obj, cst.Call) and _dotted(obj.func) in _RECORD_TO_DICT and _positional(obj):
+        if isinstance(obj, cst.Call) and _dotted(obj.func) in RECORD_TO_DICT and _positional(obj):
             first = _positional(obj)[0]
             obj = first.value if first.star != "*" else first
         if not isinstance(obj, cst.Name):
@@ -346,18 +342,9 @@ class _Reader:
 
     def _assignments(self) -> list[cst.Assign]:
         """The plain assignments (``x = ...``) inside the function, nested scopes included."""
-        facts = self.facts
-        span = facts.spans.get(self.function.node)
-        if span is None:
-            return []
-        out = []
-        for assignment in facts.assignments:
-            node = assignment.node
-            inner = facts.spans.get(node) if isinstance(node, cst.Assign) else None
-            if inner is not None and span[0] <= inner[0] and inner[1] <= span[1]:
-                out.append(node)
-        return out
-
+        within = self.facts.tree.within
+        node = self.function.node
+        return [a.node for a in self.facts.assignments if isinstance(a.node, cst.Assign) and within(a.node, node)]
 
 def _literal_subscript(target: cst.Subscript) -> str | None:
     """``"k"`` of ``d["k"]``; ``None`` for any other subscript."""

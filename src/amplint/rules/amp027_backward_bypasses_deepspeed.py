@@ -6,7 +6,7 @@ from typing import Iterator
 import libcst as cst
 
 from amplint.amp.events import EventKind
-from amplint.amp.framework_configs import DEEPSPEED_INITIALIZE, deepspeed_precision
+from amplint.amp.framework_configs import deepspeed_initializations, deepspeed_precision
 from amplint.fix import NoFix
 from amplint.model import FixSafety
 from amplint.rules.base import Rule, Violation
@@ -143,11 +143,8 @@ class BackwardBypassesDeepSpeed(Rule):
         backwards = [e for e in facts.timeline.events if e.kind is EventKind.BACKWARD and not S.positional_args(e.call)]
         if not backwards:
             return
-        for site in facts.call_index.calls_to(DEEPSPEED_INITIALIZE):
-            if deepspeed_precision(facts, site.node, site.ctx) != "fp16":
-                continue
-            returned = self._returned(site)
-            if not returned:
+        for site, returned in deepspeed_initializations(facts):
+            if len(returned) < 2 or deepspeed_precision(facts, site.node, site.ctx) != "fp16":
                 continue
             engine = returned[0]
             steppers = {f"{name}.step" for name in returned[:2] if name and name != "_"}
@@ -173,10 +170,3 @@ class BackwardBypassesDeepSpeed(Rule):
         inner = call.func.value
         return isinstance(inner, cst.Call) and isinstance(inner.func, cst.Attribute) and inner.func.attr.value == "scale" \
             and S.dotted(inner.func.value) == engine
-
-    def _returned(self, site) -> tuple[str, ...]:
-        """The names ``engine, optimizer, ...`` the ``deepspeed.initialize`` call is unpacked into."""
-        for assignment in self.facts.assignments_in(site.ctx.scope):
-            if assignment.value is site.node and len(assignment.targets) >= 2:
-                return assignment.targets
-        return ()
