@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 import amplint
+from amplint.pool import run_apart
 
 FILES = 100
 CHUNK = "".join(
@@ -161,3 +162,15 @@ def test_two_fix_runs_on_the_same_tree_at_once(tmp_path):
     # Of two runs that read the same original, the first to write wins and the other skips.
     original, fixed = _states(tmp_path, expected)
     assert original == [] and len(fixed) == FILES
+
+
+def _own_pid(_job) -> int:
+    return os.getpid()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the writer is forked where fork exists")
+def test_fixes_are_written_by_a_worker_not_by_the_parent():
+    # Only a worker is signalled to finish its write when the parent is killed: the parent
+    # itself would die between the temporary file's name and its rename.
+    pids = run_apart(_own_pid, ["a.py", "b.py"])
+    assert len(set(pids)) == 1 and pids[0] != os.getpid()

@@ -185,18 +185,21 @@ def _write_fixes(path: Path, data: bytes, source: SourceText, result: FileResult
     return unfixed
 
 
-def write_pending(result: FileResult, job: Job) -> FileResult:
+def write_pending(pending: tuple[FileResult, Job]) -> FileResult:
     """Write the fix a worker left in ``result.pending_write``; if it is not written, the file as it is on disk."""
     from amplint.fixwrite import WriteError, write_fix
     from amplint.notebook_file import write_notebook
+    from amplint.worker_lifetime import finishing_writes
 
+    result, job = pending
     path, original, new = result.pending_write  # type: ignore[misc]
     result.pending_write = None
     try:
-        if isinstance(new, str):
-            write_notebook(Path(path), original, new, result.filename)
-        else:
-            write_fix(Path(path), original, new, result.filename)
+        with finishing_writes():
+            if isinstance(new, str):
+                write_notebook(Path(path), original, new, result.filename)
+            else:
+                write_fix(Path(path), original, new, result.filename)
         return result
     except WriteError as exc:
         unfixed = lint_with_project(replace(job, mode="check", write=True, cache_dir=None))

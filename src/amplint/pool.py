@@ -63,6 +63,31 @@ def run_in_pool(process_file: Callable, jobs: Sequence, workers: int | None = No
     return results
 
 
+def run_apart(process_file: Callable, jobs: Sequence) -> list:
+    """``process_file`` over ``jobs`` in one child process; results in input order.
+
+    For the writes of ``--fix``: a ``kill -9`` of the parent leaves the child to finish the file it
+    is writing (worker_lifetime.py) instead of cutting it off between the temporary file's name
+    and its rename. Without ``fork`` the jobs run here.
+    """
+    import multiprocessing
+
+    if not jobs or "fork" not in multiprocessing.get_all_start_methods():
+        return [process_file(job) for job in jobs]
+    from concurrent.futures.process import BrokenProcessPool
+
+    context = multiprocessing.get_context("fork")
+    progress = context.Array("b", len(jobs), lock=False)
+    indices = list(range(len(jobs)))
+    try:
+        with _torn_down_on_error(_new_pool(1, context, progress)) as pool:
+            return pool.submit(_run_chunk, process_file, indices, list(jobs)).result()
+    except BrokenProcessPool:
+        # The child died: what it had not started is run here, what it had is run again (a
+        # write already done then finds the file changed and leaves it).
+        return [process_file(job) for job in jobs]
+
+
 _MISSING = object()
 _progress = None  # a worker's view of the run's per-job progress (set by _init_worker)
 

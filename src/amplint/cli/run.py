@@ -221,8 +221,11 @@ def _write_fixes(results, jobs, workers: int, partial: bool):
         for index, result in zip(pending, rechecked):
             results[index] = result
         return results
-    for index in pending:
-        results[index] = write_pending(results[index], job_of[results[index].filename])
+    from amplint.pool import run_apart
+
+    written = run_apart(write_pending, [(results[index], job_of[results[index].filename]) for index in pending])
+    for index, result in zip(pending, written):
+        results[index] = result
     return results
 
 
