@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("folder", type=Path, help="where the snapshots are extracted, one OWNER+REPO folder each")
     parser.add_argument("--select", default=",".join(f"AMP0{n}" for n in range(19, 28)),
-                        help="the rules to count (default: the framework rules, AMP019-AMP027, which the verdicts cover)")
+                        help="the rules to count (default: the framework rules, AMP019-AMP029, which the verdicts cover)")
     parser.add_argument("--verdicts", type=Path, default=VERDICTS)
     args = parser.parse_args(argv)
     review = verdicts.load(args.verdicts)

@@ -58,6 +58,7 @@ def _settings_from_mapping(table: Mapping) -> Settings:
         ignore=config.ignore,
         per_file_ignores=config.per_file_ignores,
         target_torch=config.target_torch,
+        target_transformers=config.target_transformers,
         unfixable=config.unfixable,
         root=os.getcwd(),
     )

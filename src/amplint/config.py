@@ -37,6 +37,7 @@ KEYS = (
     "extend-include",
     "extension",
     "target-torch",
+    "target-transformers",
     "output-format",
     "project-analysis",
 )
@@ -61,6 +62,7 @@ class Config:
     extend_exclude: tuple[str, ...] = ()
     target_torch: tuple[int, int] | None = None
     target_torch_text: str | None = field(default=None, compare=False)
+    target_transformers: tuple[int, int] | None = None
     output_format: str | None = None  # None: not set (the CLI's default)
     unfixable: tuple[str, ...] = ()
     extend_include: tuple[str, ...] = ()  # globs of more files to find besides *.py, *.pyi, *.ipynb
@@ -222,6 +224,13 @@ def parse_table(table: dict[str, Any], label: str, path: Path | None) -> Config:
             except SelectionError as exc:
                 raise ConfigError(f"{where}: {exc}") from None
             values["target_torch_text"] = value
+        elif key == "target-transformers":
+            if not isinstance(value, str):
+                raise ConfigError(f"{where} must be a string such as \"5.0\" (a float would read 4.10 as 4.1)")
+            try:
+                values["target_transformers"] = parse_torch_version(value)
+            except SelectionError as exc:
+                raise ConfigError(f"{where}: {exc}") from None
         elif key == "output-format":
             values["output_format"] = _output_format(value, where)
         elif key == "project-analysis":

@@ -26,12 +26,19 @@ def settings_for_directory(directory: str | Path, respect_noqa: bool = True) -> 
 
         inferred = infer_for_run(config.path, Path(directory))
         target = inferred.release if inferred is not None else None
+    transformers = config.target_transformers
+    if transformers is None:
+        from amplint.torch_requirement import infer_for_run
+
+        inferred = infer_for_run(config.path, Path(directory), "transformers")
+        transformers = inferred.release if inferred is not None else None
     return Settings(
         select=config.select or (),
         extend_select=config.extend_select,
         ignore=config.ignore,
         per_file_ignores=config.per_file_ignores,
         target_torch=target,
+        target_transformers=transformers,
         root=str(config.root.resolve()),
         respect_noqa=respect_noqa,
         unfixable=config.unfixable,

@@ -53,6 +53,8 @@ class Settings:
     ignore: tuple[str, ...] = ()
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     target_torch: tuple[int, int] | None = None  # None: the newest torch
+    # The oldest transformers the project admits; None: not known (rules that need it stay silent).
+    target_transformers: tuple[int, int] | None = None
     prefilter: bool = True
     root: str = "."  # per-file-ignores globs are relative to this
     # False reports findings despite their ``# noqa`` comments (flake8's --disable-noqa).

@@ -63,11 +63,11 @@ class InferredTarget:
         return text
 
 
-def requirement_bound(requirement: str) -> Release | None:
-    """The lowest release a PEP 508 requirement on torch admits; ``None`` for another package,
+def requirement_bound(requirement: str, package: str = "torch") -> Release | None:
+    """The lowest release a PEP 508 requirement on ``package`` admits; ``None`` for another package,
     a requirement without a lower bound (``torch``, ``torch<3``) or a URL (``torch @ https://...``)."""
     match = _REQUIREMENT.fullmatch(requirement.strip())
-    if match is None or re.sub(r"[-_.]+", "-", match.group(1)).lower() != "torch":
+    if match is None or re.sub(r"[-_.]+", "-", match.group(1)).lower() != package:
         return None
     rest = match.group(2).split(";", 1)[0].strip()  # markers do not change the bound
     if rest.startswith("@"):
@@ -77,16 +77,16 @@ def requirement_bound(requirement: str) -> Release | None:
     return lowest_release(rest) if rest else None
 
 
-def infer_target_torch(directory: Path) -> InferredTarget | None:
-    """The lowest torch release the project in ``directory`` requires; ``None`` when none of its
-    files has a torch requirement with a lower bound (or none can be read)."""
+def infer_target_torch(directory: Path, package: str = "torch") -> InferredTarget | None:
+    """The lowest torch (or other ``package``) release the project in ``directory`` requires;
+    ``None`` when none of its files has such a requirement with a lower bound (or none can be read)."""
     bounds: list[TorchBound] = []
     for name, reader in (("pyproject.toml", _pyproject), ("setup.cfg", _setup_cfg), ("setup.py", _setup_py)):
         text = _read(directory / name)
         if text is not None:
-            bounds.extend(TorchBound(release, requirement, name) for release, requirement in reader(text))
+            bounds.extend(TorchBound(release, requirement, name) for release, requirement in reader(text, package))
     for path in sorted(directory.glob("requirements*.txt")):
-        bounds.extend(_requirements_file(path, directory, set(), 0))
+        bounds.extend(_requirements_file(path, directory, set(), 0, package))
     if not bounds:
         return None
     lowest = min(bounds, key=lambda bound: bound.release)
@@ -119,15 +119,15 @@ def _read(path: Path) -> str | None:
         return None
 
 
-def _bounds(requirements, label=lambda requirement: requirement):
+def _bounds(requirements, package: str, label=lambda requirement: requirement):
     for requirement in requirements:
         if isinstance(requirement, str):
-            release = requirement_bound(requirement)
+            release = requirement_bound(requirement, package)
             if release is not None:
                 yield release, label(requirement).strip()
 
 
-def _pyproject(text: str):
+def _pyproject(text: str, package: str):
     try:
         import tomllib  # type: ignore[import-not-found]
     except ModuleNotFoundError:  # pragma: no cover - Python 3.10
@@ -139,18 +139,18 @@ def _pyproject(text: str):
     project = data.get("project")
     if isinstance(project, dict):
         if isinstance(project.get("dependencies"), list):
-            yield from _bounds(project["dependencies"])
+            yield from _bounds(project["dependencies"], package)
         extras = project.get("optional-dependencies")
         if isinstance(extras, dict):
             for group in extras.values():
                 if isinstance(group, list):
-                    yield from _bounds(group)
+                    yield from _bounds(group, package)
     tool = data.get("tool")
     poetry = tool.get("poetry") if isinstance(tool, dict) else None
     dependencies = poetry.get("dependencies") if isinstance(poetry, dict) else None
     if isinstance(dependencies, dict):
         for name, value in dependencies.items():
-            if re.sub(r"[-_.]+", "-", str(name)).lower() == "torch":
+            if re.sub(r"[-_.]+", "-", str(name)).lower() == package:
                 yield from _poetry_bounds(name, value)
 
 
@@ -164,7 +164,7 @@ def _poetry_bounds(name: str, value):
                 yield release, f'{name} = "{constraint}"'
 
 
-def _setup_cfg(text: str):
+def _setup_cfg(text: str, package: str):
     import configparser
 
     parser = configparser.ConfigParser(interpolation=None)
@@ -178,10 +178,10 @@ def _setup_cfg(text: str):
     if parser.has_section("options.extras_require"):
         for _, value in parser.items("options.extras_require"):
             lines.extend(value.splitlines())
-    yield from _bounds(line.split(" #", 1)[0] for line in lines if line.strip())
+    yield from _bounds((line.split(" #", 1)[0] for line in lines if line.strip()), package)
 
 
-def _setup_py(text: str):
+def _setup_py(text: str, package: str):
     import ast
 
     try:
@@ -208,9 +208,9 @@ def _setup_py(text: str):
             groups = literal.values() if isinstance(literal, dict) else [literal]
             for group in groups:
                 if isinstance(group, (list, tuple)):
-                    yield from _bounds(group)
+                    yield from _bounds(group, package)
                 elif isinstance(group, str):
-                    yield from _bounds([group])
+                    yield from _bounds([group], package)
 
 
 def _called_name(func) -> str | None:
@@ -223,7 +223,7 @@ def _called_name(func) -> str | None:
     return None
 
 
-def _requirements_file(path: Path, directory: Path, seen: set[Path], depth: int) -> list[TorchBound]:
+def _requirements_file(path: Path, directory: Path, seen: set[Path], depth: int, package: str) -> list[TorchBound]:
     try:
         resolved = path.resolve()
     except OSError:
@@ -241,20 +241,20 @@ def _requirements_file(path: Path, directory: Path, seen: set[Path], depth: int)
         line = re.split(r"(?:^|\s)#", line, maxsplit=1)[0].strip()
         include = re.match(r"(?:-r|--requirement)(?:\s+|=)?(\S+)", line)
         if include:
-            bounds.extend(_requirements_file(path.parent / include.group(1), directory, seen, depth + 1))
+            bounds.extend(_requirements_file(path.parent / include.group(1), directory, seen, depth + 1, package))
             continue
         if not line or line.startswith("-"):
             continue  # other pip options: -e, -c (constraints do not require), --index-url
         requirement = re.split(r"\s+--?[a-z]", line, maxsplit=1)[0]  # per-requirement options: --hash=...
-        release = requirement_bound(requirement)
+        release = requirement_bound(requirement, package)
         if release is not None:
             bounds.append(TorchBound(release, requirement.strip(), label))
     return bounds
 
 
-def infer_for_run(config_path: Path | None, start: Path) -> InferredTarget | None:
+def infer_for_run(config_path: Path | None, start: Path, package: str = "torch") -> InferredTarget | None:
     """The inferred target of a run: from the configuration file's directory when there is one
     (ruff reads ``requires-python`` beside its configuration), else from the nearest project
     directory at or above ``start``."""
     directory = config_path.parent if config_path is not None else project_directory(start)
-    return infer_target_torch(directory) if directory is not None else None
+    return infer_target_torch(directory, package) if directory is not None else None

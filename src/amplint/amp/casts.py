@@ -2,7 +2,8 @@
 
 ``model.half()``, ``model.bfloat16()``, ``model.to(torch.float16)`` / ``.to(device, torch.half)``
 anywhere in a chain of module-returning calls, and Hugging Face models loaded with
-``torch_dtype=torch.float16`` for a ``Trainer`` that runs fp16 mixed precision.
+``torch_dtype=torch.float16`` (or ``torch.bfloat16``) for a ``Trainer`` that runs fp16 (bf16)
+mixed precision.
 """
 
 from __future__ import annotations
@@ -258,9 +259,26 @@ class CastFacts:
         """PEFT adapters or a quantized base model (``get_peft_model``, ``BitsAndBytesConfig`` ...)."""
         return any(_last(s.func_text) in PEFT_OR_QUANT or (s.func_text or "").startswith("PeftModel.") for s in self.facts.calls)
 
+    def adapters_or_quantization_in(self, scope: Scope) -> bool:
+        """``uses_adapters_or_quantization``, for the calls made in one function (or module body)."""
+        return any(
+            (_last(s.func_text) in PEFT_OR_QUANT or (s.func_text or "").startswith("PeftModel.")) and s.ctx.scope is scope
+            for s in self.facts.calls
+        )
+
     @cached_property
     def half_precision_loads(self) -> list[tuple[CallSite, cst.Arg]]:
         """``from_pretrained(..., torch_dtype=torch.float16)`` calls, not quantized, with the dtype argument."""
+        return self.loads_in(("torch.float16", "torch.half"))
+
+    @cached_property
+    def bfloat16_loads(self) -> list[tuple[CallSite, cst.Arg]]:
+        """``from_pretrained(..., torch_dtype=torch.bfloat16)`` (or ``dtype="bfloat16"``), not quantized."""
+        return self.loads_in(("torch.bfloat16",), names=("bfloat16",))
+
+    def loads_in(self, dtypes: tuple[str, ...], names: tuple[str, ...] = ()) -> list[tuple[CallSite, cst.Arg]]:
+        """``from_pretrained`` calls whose ``torch_dtype=`` / ``dtype=`` is one of ``dtypes`` (or a
+        string in ``names``), not quantized, with that argument."""
         out: list[tuple[CallSite, cst.Arg]] = []
         for site in self.facts.calls:
             if not (site.func_text or "").endswith(".from_pretrained"):
@@ -270,18 +288,35 @@ class CastFacts:
             dtype_arg = None
             for name in ("torch_dtype", "dtype"):
                 arg = S.keyword_arg(site.node, name)
-                if arg is not None and (self.facts.bindings.qualname(arg.value, site.ctx.scope) or "") in ("torch.float16", "torch.half"):
+                if arg is None:
+                    continue
+                if (self.facts.bindings.qualname(arg.value, site.ctx.scope) or "") in dtypes or S.string_value(arg.value) in names:
                     dtype_arg = arg
             if dtype_arg is not None:
                 out.append((site, dtype_arg))
         return out
 
+    def training_arguments_of(self, trainer: CallSite) -> cst.Call | None:
+        """The ``TrainingArguments(...)`` (or TRL ``...Config(...)``) call a ``Trainer`` is given as
+        ``args``: inline, or the one value of the name passed; ``None`` when not known."""
+        value = S.argument(trainer.node, 1, "args")
+        if isinstance(value, cst.Name):
+            assigned = self.facts.values.assigned_alternatives(value.value, trainer.ctx.scope, booleans=False)
+            value = assigned[0][1] if len(assigned) == 1 else None
+        if isinstance(value, cst.Call) and HF_TRAINING_ARGS.search(_last(S.dotted(value.func))):
+            return value
+        return None
+
     def trained_by_trainer(self, key: str, seen_from: Context) -> bool:
         """``Trainer(model=key, ...)`` (any ``...Trainer``) receives the module ``key``."""
+        return self.trainer_receiving(key, seen_from) is not None
+
+    def trainer_receiving(self, key: str, seen_from: Context) -> CallSite | None:
+        """The ``...Trainer(model=key, ...)`` call that receives the module ``key``."""
         for site in self.facts.calls:
             if not (site.func_text or "").endswith("Trainer") or not self.facts.identity.same_variable(key, site.ctx, seen_from):
                 continue
             model = S.argument(site.node, 0, "model")
             if model is not None and S.dotted(model) == key:
-                return True
-        return False
+                return site
+        return None

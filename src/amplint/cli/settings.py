@@ -72,6 +72,7 @@ def settings_and_config(paths: list[str], options: dict):
         ignore=config.ignore + cli_ignore,
         per_file_ignores=config.per_file_ignores,
         target_torch=target,
+        target_transformers=target_transformers(config, start, options),
         prefilter=not options["no_prefilter"],
         project_analysis=config.project_analysis and not options.get("no_project", False),
         root=str(config.root.resolve()),
@@ -107,6 +108,19 @@ def target_torch_and_origin(config, start: Path, options: dict) -> tuple[tuple[i
     return inferred.release, inferred.describe()
 
 
+def target_transformers(config, start: Path, options: dict) -> tuple[int, int] | None:
+    """The oldest transformers release the project admits: ``target-transformers``, else its
+    transformers requirement (not under ``--isolated``); ``None`` when neither says."""
+    if config.target_transformers is not None:
+        return config.target_transformers
+    if options["isolated"]:
+        return None
+    from amplint.torch_requirement import infer_for_run
+
+    inferred = infer_for_run(config.path, start if start.exists() else Path.cwd(), "transformers")
+    return inferred.release if inferred is not None else None
+
+
 def extension_map(config, options) -> dict[str, str]:
     """Extension (no dot) -> language, the configuration's ``extension`` table below ``--extension``."""
     return {**dict(config.extension), **dict(parse_extensions(options["extension"]))}
@@ -130,6 +144,7 @@ def show_settings(settings, config, options, files, output_format: str, target_o
         ("unfixable", list(settings.unfixable)),
         ("per-file-ignores", {pattern: list(codes) for pattern, codes in settings.per_file_ignores}),
         ("target-torch", f"{target[0]}.{target[1]}" if target else "newest"),
+        ("target-transformers", ".".join(map(str, settings.target_transformers)) if settings.target_transformers else "unknown"),
         ("exclude", list(exclude)),
         ("extend-exclude", [*config.extend_exclude, *options["extend_exclude"]]),
         ("extend-include", [*config.extend_include, *options["extend_include"]]),

@@ -190,3 +190,14 @@ def string_literal_like(like: cst.SimpleString, value: str) -> cst.SimpleString:
     triple-quoted or prefixed literals)."""
     quote = like.quote if like.quote in ("'", '"') else '"'
     return cst.SimpleString(f"{quote}{value}{quote}")
+
+
+def float32_like(value: cst.BaseExpression) -> cst.BaseExpression | None:
+    """A half dtype written as float32: ``torch.bfloat16`` -> ``torch.float32`` (same module
+    spelling), ``"bfloat16"`` -> ``"float32"``; ``None`` for a bare name (``from torch import
+    bfloat16``), which has no float32 beside it."""
+    if isinstance(value, cst.Attribute):
+        return value.with_changes(attr=cst.Name("float32"))
+    if isinstance(value, cst.SimpleString):
+        return value.with_changes(value=f"{value.prefix}{value.quote}float32{value.quote}")
+    return None

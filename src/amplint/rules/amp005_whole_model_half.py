@@ -76,7 +76,9 @@ class WholeModelHalf(Rule):
 
     ## Fix safety
     The fix is unsafe: it removes the cast from the chain (keeping `.to(device)` and the rest),
-    or drops `torch_dtype=torch.float16` from `from_pretrained`. The model then uses float32
+    or makes `from_pretrained` load in float32 (`torch_dtype=torch.float32`; dropping the argument
+    would not do, since from transformers 5 a checkpoint loads in the dtype it was saved in). The
+    model then uses float32
     parameters, which is what AMP expects, but it needs twice the parameter memory, and code that
     relied on float16 weights elsewhere (e.g. feeding float16 inputs outside autocast) may need a
     change too. A cast in a function the training loop calls is not fixed: evaluate under
@@ -244,7 +246,7 @@ class WholeModelHalf(Rule):
             fixed=dedent("""\
                 import torch
                 from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
-                model = AutoModelForCausalLM.from_pretrained('gpt2')
+                model = AutoModelForCausalLM.from_pretrained('gpt2', torch_dtype=torch.float32)
                 args = TrainingArguments('out', fp16=True)
                 Trainer(model=model, args=args).train()
             """),
@@ -373,5 +375,10 @@ class WholeModelHalf(Rule):
                 "`TrainingArguments(fp16=True)`: the Trainer's GradScaler raises `ValueError: Attempting to unscale FP16 "
                 "gradients.`. Load it in float32; fp16=True already runs the forward in float16"
             )
-            fix = Fix.unsafe(f"Remove `{keyword}=` from `from_pretrained`", {site.node: E.remove_arg(site.node, dtype_arg)})
+            # Not removed: from transformers 5 a missing dtype loads the checkpoint's own (``"auto"``).
+            float32 = E.float32_like(dtype_arg.value)
+            fix = (
+                Fix.unsafe("Load the model in float32", {dtype_arg.value: float32}) if float32 is not None
+                else NoFix("the dtype is a bare imported name; write `torch.float32` in its place")
+            )
             yield self.violation(site.node, message, fix=fix)
