@@ -178,3 +178,53 @@ def test_manual_backward_in_automatic_lightning_step_runs_twice():
     fixed = LIGHTNING.replace("        self.scaler.scale(loss).backward()\n", "")
     assert _codes(fixed) == []
     assert _run(fixed) > 0
+
+
+LIGHTNING_AUTOCAST = """\
+import lightning as L
+import torch
+
+
+class Module(L.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.net = torch.nn.Linear(4, 1)
+        self.seen = []
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        with torch.autocast("cpu", dtype=torch.float16):
+            out = self.net(x)
+        self.seen.append(out.dtype)
+        return torch.nn.functional.mse_loss(out.float(), y)
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.1)
+
+
+def run():
+    data = torch.utils.data.TensorDataset(torch.randn(8, 4), torch.randn(8, 1))
+    trainer = L.Trainer(accelerator="cpu", devices=1, precision="bf16-mixed", max_steps=2, logger=False,
+                        enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False)
+    module = Module()
+    trainer.fit(module, torch.utils.data.DataLoader(data, batch_size=4))
+    return module.seen, trainer.precision_plugin.scaler
+"""
+
+
+def test_autocast_in_training_step_overrides_the_bf16_trainers_own():
+    """Lightning runs ``training_step`` inside the precision plugin's autocast (lightning 2.6.6
+    ``strategies/strategy.py:388``, ``plugins/precision/amp.py:114-122``); a float16 autocast
+    written inside it wins, and the ``"bf16-mixed"`` plugin holds no GradScaler (``amp.py:53-58``):
+    the step runs in float16 with nothing to keep its gradients from underflowing."""
+    pytest.importorskip("lightning", reason="the frameworks extra (lightning) is not installed")
+    assert _codes(LIGHTNING_AUTOCAST) == ["AMP024"]
+    seen, scaler = _run(LIGHTNING_AUTOCAST)
+    assert seen == [torch.float16, torch.float16] and scaler is None
+    fixed = LIGHTNING_AUTOCAST.replace(
+        '        with torch.autocast("cpu", dtype=torch.float16):\n            out = self.net(x)\n',
+        "        out = self.net(x)\n",
+    )
+    assert _codes(fixed) == []
+    seen, _ = _run(fixed)
+    assert seen == [torch.bfloat16, torch.bfloat16]

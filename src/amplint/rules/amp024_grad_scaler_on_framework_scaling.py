@@ -6,13 +6,12 @@ from typing import Iterator
 import libcst as cst
 
 from amplint.amp.events import Event, EventKind
-from amplint.amp.framework_configs import (
-    DEEPSPEED_INITIALIZE, deepspeed_precision, is_lightning_module, manual_optimization,
-)
-from amplint.amp.frameworks import LIGHTNING_FABRICS, AcceleratorBuild
+from amplint.amp.framework_configs import DEEPSPEED_INITIALIZE, deepspeed_precision
+from amplint.amp.frameworks import AcceleratorBuild
 from amplint.fix import NoFix
 from amplint.model import FixSafety, Severity
 from amplint.rules.base import Rule, Violation
+import amplint.rules.lightning_layering as lightning_layering
 from amplint.semantic.records import Assignment, Context
 import amplint.semantic.syntax as S
 
@@ -37,7 +36,10 @@ class GradScalerOnFrameworkScaling(Rule):
       function or class;
     - a `scaler.scale(...)` in the `training_step` of a `LightningModule` that keeps automatic
       optimization on (no `self.automatic_optimization = False`) and returns a loss, in a file
-      that builds no `Fabric` (Fabric leaves the backward to the script).
+      that builds no `Fabric` (Fabric leaves the backward to the script);
+    - an enabled `torch.autocast` in the `training_step` of a `LightningModule` that a `Trainer`
+      with a literal mixed `precision=` (`"16-mixed"`, `"bf16-mixed"` or a legacy spelling of
+      them) fits in the same file.
 
     The rule is silent when the Accelerator's `mixed_precision` is `"no"`, is not a literal, or
     comes from the launcher; when it runs with `cpu=True` or a DeepSpeed or Megatron-LM plugin;
@@ -68,7 +70,10 @@ class GradScalerOnFrameworkScaling(Rule):
     returned loss to Lightning, which runs the backward (`loops/optimization/automatic.py:240-241`)
     through its precision plugin, which with `"16-mixed"` builds its own GradScaler
     (`plugins/precision/amp.py:54`): a manual `scaler.scale(loss).backward()` in `training_step`
-    backpropagates twice.
+    backpropagates twice. The plugin also runs `training_step` inside its own autocast
+    (`strategies/strategy.py:388`, `plugins/precision/amp.py:114-122`): an autocast written there
+    overrides the Trainer's dtype, and a float16 one under `"bf16-mixed"` runs without any
+    GradScaler (the bf16 plugin builds none).
 
     ## Example
     ```python
@@ -113,7 +118,8 @@ class GradScalerOnFrameworkScaling(Rule):
     - deepspeed 0.19.8 `deepspeed/__init__.py:433-446` (`initialize(..., config=..., config_params=...)`),
       `deepspeed/runtime/engine.py:2080-2088` (the cast), 3413-3420 (the scaled backward)
     - lightning 2.6.6 `src/lightning/pytorch/plugins/precision/amp.py:54` (the plugin's
-      GradScaler), `loops/optimization/automatic.py:240-241` (Lightning's backward)
+      GradScaler), 114-122 (its autocast), `strategies/strategy.py:388` (`training_step` run
+      inside it), `loops/optimization/automatic.py:240-241` (Lightning's backward)
     """
 
     code = "AMP024"
@@ -124,7 +130,7 @@ class GradScalerOnFrameworkScaling(Rule):
     triggers = ("Accelerator", "deepspeed", "LightningModule")
     # Every finding is a ``.scale(`` call or an autocast.
     requires_match = r"\.scale\(|autocast"
-    focus_tokens = ("prepare", "scale(", "autocast", "initialize", "training_step")
+    focus_tokens = ("prepare", "scale(", "autocast", "initialize", "training_step", ".fit(")
 
     valid = (
         dedent("""\
@@ -207,11 +213,23 @@ class GradScalerOnFrameworkScaling(Rule):
                 self.scaler.scale(loss).backward()
                 return loss
         """),
+        dedent("""\
+        import torch
+        import lightning as L
+
+        class Model(L.LightningModule):
+            def training_step(self, batch, batch_idx):
+                with torch.autocast("cuda", dtype=torch.float16):
+                    return self.net(batch).mean()
+
+        trainer = L.Trainer(precision="bf16-mixed")
+        trainer.fit(Model())
+        """),
     )
 
     def check(self) -> Iterator[Violation]:
         seen: set[int] = set()
-        for node, message in (*self._accelerate(), *self._deepspeed(), *self._lightning()):
+        for node, message in (*self._accelerate(), *self._deepspeed(), *lightning_layering.findings(self.facts, self._scales())):
             if id(node) in seen:
                 continue
             seen.add(id(node))
@@ -355,25 +373,3 @@ class GradScalerOnFrameworkScaling(Rule):
                         "remove it and call `engine.backward(loss)` / `engine.step()`"
                     )
                     break
-
-    # -- Lightning
-    def _lightning(self) -> Iterator[tuple[cst.CSTNode, str]]:
-        facts = self.facts
-        # Fabric calls no ``training_step`` itself: a script that drives a LightningModule with
-        # Fabric runs its own backward (``fabric.backward``).
-        fabric_built = bool(facts.call_index.calls_to(LIGHTNING_FABRICS))
-        for scale in self._scales():
-            scope = scale.ctx.scope
-            if scope.kind != "function" or scope.name != "training_step":
-                continue
-            owner = scope.class_scope
-            if fabric_built or owner is None or not is_lightning_module(self.facts, owner) or manual_optimization(self.facts, owner):
-                continue
-            if not any(c.scope is scope and value is not None and not S.is_none(value) for value, c in facts.records.returns):
-                continue  # returning nothing makes Lightning skip its own backward for the batch
-            yield scale.call, (
-                "This LightningModule keeps automatic optimization on: Lightning runs the backward of the loss "
-                "`training_step` returns through its precision plugin (which scales it itself with \"16-mixed\") and "
-                "steps the optimizer; a manual `scaler.scale(...)` here backpropagates a second time. Return the loss "
-                "and let the Trainer's `precision=` scale it, or set `self.automatic_optimization = False`"
-            )
