@@ -44,31 +44,106 @@ def rules_to_run(text: str, settings: Settings, codes: frozenset[str]) -> tuple[
 def codes_to_run(text: str, settings: Settings, codes: frozenset[str]) -> frozenset[str]:
     """The codes of :func:`rules_to_run`, read from the rules' metadata without importing them."""
     if settings.prefilter:
-        lowered: list = []
-        codes = frozenset(rule.code for rule in metadata_for(codes) if _may_fire(rule, text, lowered))
+        codes = _firing_codes(text, codes)
     return codes
 
 
-def _may_fire(rule, text: str | bytes, lowered: list | None = None) -> bool:
+class _Presence:
+    """Which tokens occur in one text, each searched for at most once.
+
+    A token that is a word read in any case (:func:`any_case`) is searched in the lower-cased
+    text, made once when first needed (lower-casing copies the text)."""
+
+    __slots__ = ("data", "known", "_lowered")
+
+    def __init__(self, data: str | bytes) -> None:
+        self.data = data
+        self.known: dict[str, bool] = {}
+        self._lowered: str | bytes | None = None
+
+    def lowered(self) -> str | bytes:
+        if self._lowered is None:
+            self._lowered = self.data.lower()
+        return self._lowered
+
+    def __call__(self, token: str) -> bool:
+        known = self.known.get(token)
+        if known is None:
+            haystack = self.lowered() if any_case(token) else self.data
+            needle = token.lower() if any_case(token) else token
+            known = self.known[token] = (needle if isinstance(haystack, str) else needle.encode("ascii")) in haystack
+        return known
+
+
+def _may_fire(rule, text: str | bytes, occurs: _Presence | None = None) -> bool:
     """Whether ``text`` holds one of the rule's triggers (if it declares any), all it requires, and
-    a match of its required pattern. ``lowered``: where the lower-cased text is kept for the next
-    rule asked about the same text (lower-casing copies it)."""
-    as_text = isinstance(text, str)
-    if lowered is None:
-        lowered = []
-
-    def occurs(token: str) -> bool:
-        if any_case(token):
-            if not lowered:
-                lowered.append(text.lower())
-            haystack, token = lowered[0], token.lower()
-        else:
-            haystack = text
-        return (token if as_text else token.encode("ascii")) in haystack
-
+    a match of its required pattern. ``occurs``: what is known of the text's tokens, shared by the
+    rules asked about the same text."""
+    if occurs is None:
+        occurs = _Presence(text)
     if rule.triggers and not any(map(occurs, rule.triggers)) or not all(map(occurs, rule.requires)):
         return False
-    return not rule.requires_match or _pattern(rule.requires_match, as_text).search(text) is not None
+    return not rule.requires_match or _pattern(rule.requires_match, isinstance(text, str)).search(text) is not None
+
+
+class _Plan:
+    """How the triggers of a set of rules are searched in a file: the prefilter's tokens (each
+    searched once), and for each rule the tokens one of which occurs wherever one of its triggers
+    does (its *covers*; ``None`` for a rule that declares no trigger)."""
+
+    def __init__(self, codes: frozenset[str]) -> None:
+        exact, words = _prefilter_tokens(codes) or _all_tokens(codes)
+        self.exact = tuple(t.decode("ascii") for t in exact)
+        self.words = tuple(w.decode("ascii") for w in words)
+        self.rules: list[tuple[object, frozenset[str] | None]] = []
+        for rule in metadata_for(codes):
+            if not rule.triggers:
+                self.rules.append((rule, None))
+                continue
+            covers: set[str] = set()
+            for trigger in rule.triggers:
+                # A trigger contains a kept exact token or, lower-cased, a word (the kept tokens
+                # are those that contain no other token): where it occurs, so does that cover.
+                lowered = trigger.lower()
+                covers.update(t for t in self.exact if not any_case(trigger) and t in trigger)
+                covers.update(w for w in self.words if w in lowered)
+            self.rules.append((rule, frozenset(covers)))
+        self.every_rule_has_triggers = all(covers is not None for _, covers in self.rules)
+
+
+def _all_tokens(codes: frozenset[str]) -> tuple[tuple[bytes, ...], tuple[bytes, ...]]:
+    """The kept tokens of the rules that declare triggers, when some rule declares none."""
+    return _prefilter_tokens(frozenset(rule.code for rule in metadata_for(codes) if rule.triggers)) or ((), ())
+
+
+@lru_cache(maxsize=64)
+def _plan(codes: frozenset[str]) -> _Plan:
+    return _Plan(codes)
+
+
+# The last text asked about, with its codes and the answer: the engine asks whether a file may have
+# findings and then which rules to run, of the same text object. One tuple, replaced whole.
+_last_answer: tuple = (None, None, frozenset())
+
+
+def _firing_codes(text: str | bytes, codes: frozenset[str]) -> frozenset[str]:
+    """The codes of ``codes`` whose rules may fire on ``text`` (:func:`_may_fire` of each)."""
+    global _last_answer
+    last_text, last_codes, last = _last_answer
+    if last_text is text and last_codes == codes:
+        return last
+    plan = _plan(codes)
+    occurs = _Presence(text)
+    # Every token of the plan is searched once; most files hold none, and then no rule is asked.
+    found = {t for t in plan.exact if occurs(t)}
+    found.update(w for w in plan.words if occurs(w))
+    if not found and plan.every_rule_has_triggers:
+        answer: frozenset[str] = frozenset()
+    else:
+        answer = frozenset(rule.code for rule, covers in plan.rules
+                           if (covers is None or not covers.isdisjoint(found)) and _may_fire(rule, text, occurs))
+    _last_answer = (text, codes, answer)
+    return answer
 
 
 @lru_cache(maxsize=64)
@@ -140,24 +215,8 @@ def may_have_findings(data: bytes | str, settings: Settings, filename: str) -> b
     if not settings.prefilter:
         return True
     codes = settings.enabled_codes(filename)
-    tokens = prefilter_for(codes)
-    if tokens is None:
+    if prefilter_for(codes) is None:
         return True
-    words = any_case_prefilter_for(codes)
-    if isinstance(data, str):
-        some_trigger = (any(token.decode("ascii") in data for token in tokens)
-                        or bool(words) and _any_in(tuple(w.decode("ascii") for w in words), data.lower()))
-    elif data.startswith((b"\xff\xfe", b"\xfe\xff")):  # UTF-16/32: bytes say nothing about tokens
-        return True
-    else:
-        # Lower-casing copies the file: done only for a file with no trigger as written, once.
-        some_trigger = any(token in data for token in tokens) or bool(words) and _any_in(words, data.lower())
-    # Most files hold no trigger and end here; the few that do are asked rule by rule.
-    if not some_trigger:
-        return False
-    lowered: list = []
-    return any(_may_fire(rule, data, lowered) for rule in metadata_for(codes))
-
-
-def _any_in(tokens: tuple, data: bytes | str) -> bool:
-    return any(token in data for token in tokens)
+    if isinstance(data, bytes) and data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return True  # UTF-16/32: bytes say nothing about tokens
+    return bool(_firing_codes(data, codes))
