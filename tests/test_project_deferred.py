@@ -214,3 +214,24 @@ def test_an_entry_whose_project_record_is_missing_or_malformed_is_a_miss(tmp_pat
         data["project"] = record
     path.write_text(json.dumps(data))
     assert _lookup(root, cache_dir) is None
+
+
+# A wrapper class that is not named like a scaler: only the project shows whether it builds one.
+TRAIN_WITH_HELPER = TRAIN_WITH_WRAPPER.replace("NativeScalerWithGradNormCount", "AmpHelper")
+HELPER = WRAPPER.replace("NativeScalerWithGradNormCount", "AmpHelper")
+
+
+def test_the_rule_gates_ask_the_project_whether_an_import_builds_a_scaler(tmp_path, monkeypatch):
+    import libcst
+
+    parsed = []
+    real = libcst.parse_module
+    monkeypatch.setattr(libcst, "parse_module", lambda text, *a, **k: parsed.append(text) or real(text, *a, **k))
+    root = _project(tmp_path, TRAIN_WITH_HELPER, HELPER.format(name="GradScaler"))
+    job, result = _lint(root)
+    assert [f.code for f in result.findings] == ["AMP006"] and "loss_scaler" in result.findings[0].message
+    parsed.clear()
+    (root / "utils.py").write_text(NOT_A_SCALER.replace("NativeScalerWithGradNormCount", "AmpHelper"), encoding="utf-8")
+    job, result = _lint(root)
+    assert result.findings == [] and parsed == []  # AMP006's gate: no scaler here, none built by the import
+    assert ("build", "AmpHelper") in job.project.questions  # recorded, so a cached result follows the helper

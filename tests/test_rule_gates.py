@@ -87,15 +87,43 @@ MAY_BE_ENABLED = {
     "upper-case name": "with self.AutoCast():\n    loss.backward()\n",
     "helper": "def ctx():\n    return torch.autocast('cuda')\nwith ctx():\n    loss.backward()\n",
     "value passed": "run(step, context=torch.autocast)\n",
-    "state query": "if torch.is_autocast_enabled():\n    pass\n",
+    "helper yielding a named item": "@contextmanager\ndef ctx():\n    with self.amp_autocast():\n        yield\nwith ctx():\n    loss.backward()\n",
+    "named choice": "ctx = accelerator.autocast if mixed else nullcontext\nwith ctx():\n    loss.backward()\n",
+    "async with": "async def f():\n    async with self.autocast_ctx:\n        loss.backward()\n",
+}
+# Regions only named like autocast: AMP015 judges autocast calls (of the class), of which these have none.
+NAMED_ONLY = {"named attribute item", "named call item", "upper-case name", "helper yielding a named item",
+              "named choice", "async with"}
+
+
+@pytest.mark.parametrize("name, source", MAY_BE_ENABLED.items(), ids=MAY_BE_ENABLED)
+def test_an_autocast_that_may_be_enabled_keeps_the_autocast_rules(name, source):
+    evidence = TreeEvidence(ast.parse(source))
+    assert evidence.autocast_region_may_enable
+    kept = AUTOCAST_RULES - {"AMP015"} if name in NAMED_ONLY else AUTOCAST_RULES
+    assert not kept & _gated_away(source)
+
+
+# Names that say ``autocast`` but open no region: a state query, a dtype query, a dtype parameter or
+# variable, a helper's own name, a disabled named item, an autocast class's module.
+OPENS_NO_REGION = {
+    "state query": "if torch.is_autocast_enabled(device_type):\n    loss.backward()\n",
+    "dtype query": "dtype = torch.get_autocast_dtype('cuda')\nloss.backward()\n",
+    "dtype parameter": "def f(x, autocast_kernel_dtype=torch.bfloat16):\n    return kernel(x, autocast_kernel_dtype=autocast_kernel_dtype)\n",
+    "helper name": "def _cast_if_autocast_enabled(*args):\n    return args\nx = _cast_if_autocast_enabled(y)\n",
+    "context kept for later": "autocast_ctx = self.autocast_smart_context_manager()\nstack.enter_context(autocast_ctx)\n",
+    "disabled named item": "with maybe_autocast(device_type='cuda', enabled=False):\n    loss.backward()\n",
+    "module import": "import torch.amp.autocast_mode\n",
 }
 
 
-@pytest.mark.parametrize("source", MAY_BE_ENABLED.values(), ids=MAY_BE_ENABLED)
-def test_an_autocast_that_may_be_enabled_keeps_the_autocast_rules(source):
+@pytest.mark.parametrize("source", OPENS_NO_REGION.values(), ids=OPENS_NO_REGION)
+def test_a_name_that_opens_no_autocast_region_drops_the_autocast_rules(source):
     evidence = TreeEvidence(ast.parse(source))
-    assert not evidence.autocast_always_off
-    assert not AUTOCAST_RULES & _gated_away(source)
+    assert not evidence.autocast_region_may_enable and not evidence.autocast_class_may_enable
+    assert AUTOCAST_RULES <= _gated_away(source)
+    text = "import torch\n" + source
+    assert _findings(text, ON) == _findings(text, OFF)
 
 
 def test_only_disabled_calls_and_plain_imports_are_read_as_off():
@@ -270,9 +298,14 @@ def test_amp015_is_not_asked_where_autocast_is_only_written_in_strings():
     text = 'import torch\nd = torch.device("cuda:0")\nraise ValueError(f"run with torch.autocast on {d}")\n'
     assert not TreeEvidence(ast.parse(text)).autocast_named
     assert "AMP015" in _gated_away(text)
-    for source in ("from torch import autocast\n", "import torch.amp.autocast_mode\n", "x = torch.autocast\n"):
-        assert TreeEvidence(ast.parse(text + source)).autocast_named
+    for source in ("from torch import autocast\n", "import torch.amp.autocast_mode as m\nm.autocast\n", "x = torch.autocast\n",
+                   "from torch import autocast as ac\n"):
+        assert TreeEvidence(ast.parse(text + source)).autocast_class_named
         assert "AMP015" not in _gated_away(text + source)
+    # The module of the classes, a state query: no autocast call
+    for source in ("import torch.amp.autocast_mode\n", "torch.is_autocast_enabled()\n"):
+        assert not TreeEvidence(ast.parse(text + source)).autocast_class_named
+        assert "AMP015" in _gated_away(text + source)
 
 
 def test_amp021_needs_both_flags_of_a_pair_true_in_one_call():
@@ -350,3 +383,97 @@ def test_amp024_needs_a_scaler_or_an_autocast_that_may_be_enabled():
 def test_an_import_of_torch_s_amp_inside_a_try_is_walked():
     source = "try:\n    from torch.cuda import amp\nexcept ImportError:\n    amp = None\n\nscaler = amp.GradScaler() if amp else None\n"
     assert "AMP001" not in _gated_away(source)
+
+
+def test_amp014_needs_a_state_query_given_no_argument():
+    base = "import torch\n"
+    for source in ("x = torch.is_autocast_enabled('cuda')\n", "y = torch.is_autocast_enabled(device_type=d)\n",
+                   "from torch import is_autocast_enabled\nz = is_autocast_enabled(dev)\n"):
+        assert "AMP014" in _gated_away(base + source), source
+    for source in ("x = torch.is_autocast_enabled()\n", "check = torch.is_autocast_enabled\n",
+                   "from torch import is_autocast_enabled as on\n", "y = f(torch.is_autocast_enabled)\n"):
+        assert "AMP014" not in _gated_away(base + source), source
+
+
+def test_amp020_needs_a_legacy_precision_literal():
+    from amplint.amp.frameworks import LEGACY_PRECISIONS
+    from amplint.tree_literals import LEGACY_PRECISION_STRINGS
+
+    assert set(LEGACY_PRECISION_STRINGS) == set(LEGACY_PRECISIONS)
+    base = "import lightning as L\n"
+    for value in ('"16-mixed"', '"bf16-mixed"', "32", "precision", '"32"'):
+        assert "AMP020" in _gated_away(base + f"trainer = L.Trainer(precision={value})\n"), value
+    for value in ("16", '"16"', '"bf16"', 'f"bf16"'):
+        text = base + f"trainer = L.Trainer(max_epochs=1,\n    precision={value})\n"
+        assert "AMP020" not in _gated_away(text), value
+        assert _findings(text, ON) == _findings(text, OFF)
+
+
+def test_amp026_and_amp027_need_a_plain_backward_and_amp027_an_fp16_section():
+    ds = "import deepspeed\nengine, opt, _, _ = deepspeed.initialize(model=m, config={'fp16': {'enabled': True}})\n"
+    # ``engine.backward(loss)`` is a backward too: the rule, not the gate, tells it from a plain one.
+    assert {"AMP026", "AMP027"} <= _gated_away(ds + "# loss.backward()\nbackward(loss)\n")
+    assert "AMP027" not in _gated_away(ds + "loss.backward()\n")
+    for config in ("{'bf16': {'enabled': True}}", "{'fp16': {'enabled': False}}", "{'fp16': cfg}", "cfg"):
+        assert "AMP027" in _gated_away(ds.replace("{'fp16': {'enabled': True}}", config) + "loss.backward()\n"), config
+
+
+def test_amp028_needs_bf16_true():
+    text = dedent("""\
+        import torch
+        from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+        model = AutoModelForCausalLM.from_pretrained("m", torch_dtype=torch.bfloat16)
+        trainer = Trainer(model=model, args=TrainingArguments("out", bf16=True))
+    """)
+    assert "AMP028" not in _gated_away(text)
+    assert [f[0] for f in _findings(text, ON)] == [f[0] for f in _findings(text, OFF)]
+    assert "AMP028" in _gated_away(text.replace("bf16=True", "bf16=flag"))
+
+
+def test_amp019_needs_a_torch_clip_reached_through_an_import():
+    from amplint.rules.amp019_clip_grad_while_accelerator_scales import _CLIPS
+    from amplint.tree_literals import TORCH_CLIP_NAMES
+
+    assert TORCH_CLIP_NAMES == {name.rsplit(".", 1)[-1] for name in _CLIPS}
+    base = "import torch\nfrom accelerate import Accelerator\naccelerator = Accelerator()\n"
+    loop = "accelerator.backward(loss)\n{clip}\noptimizer.step()\n"
+    for clip in ("accelerator.clip_grad_norm_(model.parameters(), 1.0)", "self.accelerator.clip_grad_value_(p, 1)",
+                 "clip_grad_norm_(p, 1.0)"):
+        assert "AMP019" in _gated_away(base + loop.format(clip=clip)), clip
+    for clip in ("torch.nn.utils.clip_grad_norm_(p, 1.0)", "nn.utils.clip_grad_value_(p, 1)"):
+        text = base + "from torch import nn\n" + loop.format(clip=clip)
+        assert "AMP019" not in _gated_away(text), clip
+        assert _findings(text, ON) == _findings(text, OFF)
+    # Imported inside a function the walk leaves out, or under another name
+    inner = "def f(p):\n    from torch.nn.utils import clip_grad_norm_\n    return p\n"
+    assert "AMP019" not in _gated_away(base + inner + loop.format(clip="clip_grad_norm_(p, 1.0)"))
+    hidden = "from torch.nn.utils import clip_grad_norm_ as clip\n"
+    assert "AMP019" not in _gated_away(base + hidden + loop.format(clip="clip(p, 1.0)"))
+
+
+AMP022_BASE = "from accelerate import Accelerator\naccelerator = Accelerator(mixed_precision='fp16')\n"
+
+
+def test_amp022_needs_a_backward_and_a_step_in_one_function():
+    apart = AMP022_BASE + dedent("""\
+        class Trainer:
+            def setup(self):
+                self.optimizer = self.accelerator.prepare(self.optimizer)
+
+            def training_step(self, loss):
+                loss.backward()
+
+            def loop(self):
+                self.optimizer.step()
+    """)
+    assert "AMP022" in _gated_away(apart)
+    together = apart.replace("        loss.backward()\n", "        loss.backward()\n        self.optimizer.step()\n")
+    assert "AMP022" not in _gated_away(together)
+    # A step at module level in a statement the walk leaves out, beside a module-level backward
+    module = AMP022_BASE + "model, optimizer = accelerator.prepare(model, optimizer)\nloss.backward()\nif True:\n    optimizer.step()\n"
+    assert "AMP022" not in _gated_away(module)
+    assert [f[0] for f in _findings(module, ON)] == [f[0] for f in _findings(module, OFF)] == ["AMP022"]
+    # A default value runs in the caller's scope: a step there is beside a backward of the caller.
+    default = AMP022_BASE + "def train(model, optimizer):\n    model, optimizer = accelerator.prepare(model, optimizer)\n" \
+        "    loss.backward()\n    def later(done=optimizer.step()):\n        pass\n"
+    assert "AMP022" not in _gated_away(default)

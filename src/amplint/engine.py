@@ -93,7 +93,8 @@ def _lint_once(
         from amplint.rule_gates import codes_that_may_report
 
         # The prefilter's second stage: a file where no rule can report is not parsed with libcst.
-        may_report = codes_that_may_report(run_codes, view.tree, with_project=project is not None, text=text)
+        may_report = codes_that_may_report(run_codes, view.tree, with_project=project is not None, text=text,
+                                           project_builds_scaler=getattr(project, "may_build_any_scaler", None))
         if not may_report and run_codes:
             return result
         run_codes = may_report

@@ -55,6 +55,12 @@ class DeferredContext:
         has none."""
         return local in self.imports and bool(self._ask(BUILD, local))
 
+    def may_build_any_scaler(self) -> bool:
+        """Some asked import may name a class that builds a GradScaler: the questions
+        :meth:`amplint.project.query.ProjectView.builds_scaler` asks, for every asked import (the
+        rule gates ask before the lint; the answers are recorded as the lint's own)."""
+        return any(self.reaches(local) and self.may_build_scaler(local) for local in self.imports)
+
     def get(self) -> ProjectContext | None:
         """Everything the asked imports reach (summarising the modules they name)."""
         self._ask(ALL, "")
