@@ -85,17 +85,18 @@ class Excluder:
     def _root_prefix(self) -> str:
         return os.path.join(str(self.root), "")
 
-    def excluded(self, path: Path, is_dir: bool) -> bool:
+    def excluded(self, path: Path | str, is_dir: bool) -> bool:
         if not self.ignore.patterns:
             return False
         text = str(path)
+        name = os.path.basename(text)
         if text.startswith(self._root_prefix):  # as path.relative_to(root), without pathlib's parsing
             rel = text[len(self._root_prefix):].replace(os.sep, "/")
         else:
-            rel = path.name  # outside the root: only name patterns can apply
+            rel = name  # outside the root: only name patterns can apply
         if self.ignore.match(rel, is_dir):
             return True
-        return bool(self.ignore.match(path.name, is_dir))
+        return bool(self.ignore.match(name, is_dir))
 
 
 def _gitignore_stack(directory: Path, git_root: Path | None) -> list[IgnoreFile]:
@@ -130,15 +131,15 @@ class Includer:
         self.names = tuple(g for g in globs if "/" not in g)
         self.paths = tuple(g.lstrip("/") for g in globs if "/" in g)
 
-    def __call__(self, path: Path) -> bool:
-        name = path.name
+    def __call__(self, path: Path | str) -> bool:
+        name = os.path.basename(path)
         if name.endswith(PYTHON_SUFFIXES):
             return True
         if any(fnmatch.fnmatchcase(name, glob) for glob in self.names):
             return True
         if self.paths and self.root is not None:
             try:
-                rel = path.relative_to(self.root).as_posix()
+                rel = Path(path).relative_to(self.root).as_posix()
             except ValueError:
                 return False
             return any(fnmatch.fnmatchcase(rel, glob) for glob in self.paths)
@@ -146,39 +147,41 @@ class Includer:
 
 
 def _walk(
-    directory: Path, stack: list[IgnoreFile], excluder: Excluder, use_gitignore: bool, out: list[Path],
+    directory: str, stack: list[IgnoreFile], excluder: Excluder, use_gitignore: bool, out: list[tuple[str, bool]],
     errors: list[tuple[Path, OSError]], included: Includer,
 ) -> None:
+    """The files under ``directory`` as (path, is a symbolic link); strings, not ``Path`` objects,
+    which cost more to build than the rest of a walk."""
     try:
         with os.scandir(directory) as listing:
             entries = sorted(listing, key=lambda e: e.name)
     except OSError as exc:
-        errors.append((directory, exc))
+        errors.append((Path(directory), exc))
         return
     for entry in entries:
-        path = Path(entry.path)
+        path = entry.path
         try:
             is_dir = entry.is_dir(follow_symlinks=False)
             is_file = not is_dir and entry.is_file()
         except OSError as exc:  # e.g. a symlink loop
             if included(path):
-                errors.append((path, exc))
+                errors.append((Path(path), exc))
             continue
         if not is_dir and not (is_file and included(path)):
             continue
         if excluder.excluded(path, is_dir):
             continue
-        if use_gitignore and stack and _is_ignored(stack, path, is_dir):
+        if use_gitignore and stack and _is_ignored(stack, Path(path), is_dir):
             continue
         if is_dir:
             child_stack = stack
             if use_gitignore:
-                found = _ignore_file_at(path)
+                found = _ignore_file_at(Path(path))
                 if found is not None:
                     child_stack = [*stack, found]
             _walk(path, child_stack, excluder, use_gitignore, out, errors, included)
         else:
-            out.append(path)
+            out.append((path, entry.is_symlink()))
 
 
 def discover(
@@ -195,7 +198,7 @@ def discover(
     included = Includer(extend_include, root)
     excluder = Excluder([*exclude, *extend_exclude], root)
     result = Discovery()
-    seen: set[Path] = set()
+    seen: set[str] = set()
     for given in paths:
         path = Path(given)
         if not path.exists():
@@ -211,6 +214,7 @@ def discover(
             key = path.resolve()
             if force_exclude and _force_excluded(key, excluder, root):
                 continue
+            key = str(key)
             if key not in seen:
                 seen.add(key)
                 result.files.append(path)
@@ -218,9 +222,9 @@ def discover(
         absolute = path.resolve()
         git_root = find_git_root(absolute) if respect_gitignore else None
         stack = _gitignore_stack(absolute, git_root)
-        found: list[Path] = []
+        found: list[tuple[str, bool]] = []
         unreadable: list[tuple[Path, OSError]] = []
-        _walk(absolute, stack, excluder, respect_gitignore, found, unreadable, included)
+        _walk(str(absolute), stack, excluder, respect_gitignore, found, unreadable, included)
         for where, exc in unreadable:
             kind = "directory" if where == absolute or where.is_dir() else "file"
             message = f"{_as_given(where, absolute, path)}: cannot read {kind} ({exc.strerror or exc})"
@@ -228,13 +232,16 @@ def discover(
                 result.errors.append(message)
         if not found and not unreadable:
             result.empty.append(given)
-        for file in found:
+        under = os.path.join(str(absolute), "")
+        given = str(path)
+        for file, is_link in found:
             # Two names of one file (a symlink beside its target) are linted, and fixed, once.
-            key = file.resolve() if file.is_symlink() else file
+            key = os.path.realpath(file) if is_link else file
             if key in seen:
                 continue
             seen.add(key)
-            result.files.append(_as_given(file, absolute, path))
+            # Spelled from the directory as the user gave it (keeps relative paths relative).
+            result.files.append(Path(given, file[len(under):]))
     return result
 
 

@@ -82,12 +82,6 @@ def _lint_once(
     if view.gave_up is not None:
         result.errors.append(FileError(filename, f"{filename}: not linted: nested too deeply ({view.gave_up})"))
         return result
-    if view.tree is not None and (depth := expression_depth(view.tree, text)) > MAX_EXPRESSION_DEPTH:
-        result.errors.append(FileError(
-            filename, f"{filename}: not linted: an expression is nested {depth} levels deep, "
-            f"more than amplint's parser handles in reasonable time ({MAX_EXPRESSION_DEPTH})",
-        ))
-        return result
     run_codes = codes_to_run(text, settings, codes)
     if settings.prefilter and view.tree is not None:
         from amplint.rule_gates import codes_that_may_report
@@ -98,6 +92,14 @@ def _lint_once(
         if not may_report and run_codes:
             return result
         run_codes = may_report
+    # What libcst's parser would take minutes over; a file the gates leave no rule to run is not
+    # asked, as it is not parsed.
+    if view.tree is not None and (depth := expression_depth(view.tree, text)) > MAX_EXPRESSION_DEPTH:
+        result.errors.append(FileError(
+            filename, f"{filename}: not linted: an expression is nested {depth} levels deep, "
+            f"more than amplint's parser handles in reasonable time ({MAX_EXPRESSION_DEPTH})",
+        ))
+        return result
     # Imported only past Python's verdict: a file with a syntax error never needs libcst.
     from amplint.parsing_modules import import_parsing_modules
 
@@ -134,8 +136,11 @@ def _lint_once(
     # The ast of a large file is a hundred thousand live objects: kept during the libcst parse,
     # every garbage collection of the parse's allocations would walk them again.
     del view
+    from amplint.gc_policy import building_tree
+
     try:
-        module = cst.parse_module(parsed_text)
+        with building_tree():
+            module = cst.parse_module(parsed_text)
     except cst.ParserSyntaxError as exc:
         # Python accepted the text (its verdict came first): this is a limit of amplint's
         # parser, not an error in the code, so the file is "not linted", never AMP000.

@@ -191,12 +191,35 @@ class IgnoreFile:
     def match(self, rel: str, is_dir: bool) -> bool | None:
         """True ignored, False re-included (``!``), None no opinion; ``rel`` is posix, relative to base."""
         rel = _as_bytes_text(rel)
+        either = self._either()
+        if either is not None:  # no ``!`` pattern: any match ignores
+            return True if either[is_dir].match(rel) else None
         for pattern in reversed(self.patterns):
             if pattern.dir_only and not is_dir:
                 continue
             if pattern.regex.match(rel):
                 return not pattern.negated
         return None
+
+
+    def _either(self):
+        """Without a ``!`` pattern, which line matches does not matter: one regex for files and one
+        for directories (every pattern) answer at once, instead of a loop over the patterns
+        (the default excludes are asked about every file of a run)."""
+        known = getattr(self, "_either_of", None)
+        # Keyed by the list and its length: nothing edits an ignore file's patterns once read,
+        # but a test or a caller that did would not be answered from stale regexes.
+        if known is None or known[0] is not self.patterns or known[1] != len(self.patterns):
+            combined = None
+            if not any(pattern.negated for pattern in self.patterns):
+                combined = (_alternation(p for p in self.patterns if not p.dir_only), _alternation(self.patterns))
+            known = self._either_of = (self.patterns, len(self.patterns), combined)
+        return known[2]
+
+
+def _alternation(patterns: Iterable[Pattern]) -> re.Pattern:
+    sources = [pattern.regex.pattern for pattern in patterns]
+    return re.compile("|".join(f"(?:{source})" for source in sources) if sources else _NEVER, re.DOTALL)
 
 
 @lru_cache(maxsize=4096)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from amplint.engine import _lint_once, lint_text, syntax_error_finding
 from amplint.model import FileError, FileResult, Finding
-from amplint.selection import may_have_findings
+from amplint.selection import may_have_findings, same_answer
 from amplint.settings import Settings
 from amplint.sourcefile import (
     MAX_FILE_BYTES,
@@ -102,8 +102,11 @@ def process_file(job: Job, data: bytes | None = None) -> FileResult:
         return FileResult(filename=filename, findings=[syntax_error_finding(exc.lineno, 1, f"SyntaxError: {exc.msg}", filename)])
     except SourceError as exc:
         return FileResult(filename=filename, errors=[FileError(filename, str(exc))])
+    if ascii_only:
+        if source.encoding == "utf-8":
+            same_answer(data, source.text)  # the same characters: the prefilter's answer stands
     # In UTF-8 an ASCII token is the same bytes: the bytes answer for the text, and faster.
-    if not ascii_only and not may_have_findings(data if source.encoding == "utf-8" else source.text, job.settings, filename):
+    elif not may_have_findings(data if source.encoding == "utf-8" else source.text, job.settings, filename):
         return skipped_result(data, filename, job.explicit, source.text)
     cache = None
     if job.cache_dir is not None and job.mode == "check" and not job.edits:

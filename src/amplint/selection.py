@@ -109,6 +109,32 @@ class _Plan:
                 covers.update(w for w in self.words if w in lowered)
             self.rules.append((rule, frozenset(covers)))
         self.every_rule_has_triggers = all(covers is not None for _, covers in self.rules)
+        # One screening pass over the lower-cased file for the words and the exact tokens alike:
+        # their lower-cased forms, less any that holds another, grouped by first character. ``re``
+        # searches an alternation of literals that begin alike about as fast as one ``in`` test
+        # (it scans for the shared first character), and most files hold none of them: a group
+        # that misses rules out each of its members, and only the members of a group that hits
+        # are searched for as they are written.
+        self.screen = _screening_groups((*self.exact, *self.words))
+
+
+def _screening_groups(tokens: tuple[str, ...]) -> tuple[tuple[str, bool, tuple[str, ...]], ...]:
+    """(what to search in the lower-cased text, whether it is a regular expression, the tokens it
+    answers for), for each first character of the tokens' lower-cased forms. Where a token occurs
+    (in any case, for a word), its lower-cased form and every screening string it holds occur in
+    the lower-cased text: a group that finds none of its strings holds none of its members."""
+    lowered = {token.lower() for token in tokens}
+    screening = sorted(s for s in lowered if not any(other != s and other in s for other in lowered))
+    members: dict[str, list[str]] = {s: [] for s in screening}
+    for token in tokens:
+        members[next(s for s in screening if s in token.lower())].append(token)
+    groups: dict[str, list[str]] = {}
+    for screen in screening:
+        groups.setdefault(screen[0], []).append(screen)
+    return tuple(
+        (group[0], False, tuple(members[group[0]])) if len(group) == 1
+        else ("|".join(map(_escape, group)), True, tuple(t for s in group for t in members[s]))
+        for group in groups.values())
 
 
 def _all_tokens(codes: frozenset[str]) -> tuple[tuple[bytes, ...], tuple[bytes, ...]]:
@@ -135,8 +161,15 @@ def _firing_codes(text: str | bytes, codes: frozenset[str]) -> frozenset[str]:
     plan = _plan(codes)
     occurs = _Presence(text)
     # Every token of the plan is searched once; most files hold none, and then no rule is asked.
-    found = {t for t in plan.exact if occurs(t)}
-    found.update(w for w in plan.words if occurs(w))
+    as_text = isinstance(text, str)
+    lowered = occurs.lowered()
+    found = set()
+    for screen, regex, members in plan.screen:
+        if (_pattern(screen, as_text).search(lowered) is not None if regex
+                else (screen if as_text else screen.encode("ascii")) in lowered):
+            found.update(t for t in members if occurs(t))
+        else:
+            occurs.known.update(dict.fromkeys(members, False))
     if not found and plan.every_rule_has_triggers:
         answer: frozenset[str] = frozenset()
     else:
@@ -144,6 +177,12 @@ def _firing_codes(text: str | bytes, codes: frozenset[str]) -> frozenset[str]:
                            if (covers is None or not covers.isdisjoint(found)) and _may_fire(rule, text, occurs))
     _last_answer = (text, codes, answer)
     return answer
+
+
+def _escape(token: str) -> str:
+    import re
+
+    return re.escape(token)
 
 
 @lru_cache(maxsize=64)
@@ -208,6 +247,15 @@ def focus_tokens_for(codes: frozenset[str]) -> tuple[str, ...] | None:
     words = any_case_prefilter_for(codes)
     extra = {token for rule in metadata_for(codes) for token in (*rule.focus_tokens, *rule.requires)}
     return tuple(sorted({t.decode("ascii") for t in (*triggers, *words)} | extra))
+
+
+def same_answer(data: bytes, text: str) -> None:
+    """``text`` is ``data`` decoded and both are ASCII: what was last found for ``data`` holds for
+    ``text`` (the engine asks about the text next), so it is not searched again."""
+    global _last_answer
+    last_data, codes, answer = _last_answer
+    if last_data is data:
+        _last_answer = (text, codes, answer)
 
 
 def may_have_findings(data: bytes | str, settings: Settings, filename: str) -> bool:

@@ -77,18 +77,14 @@ class Settings:
         from amplint.rules.catalog import rule_catalog
 
         rules = rule_catalog()
-        known = list(rules)
-        if self.select:
-            codes = expand_selectors(self.select, known)
-        else:
-            codes = {code for code, rule in rules.items() if rule.default_enabled}
-        codes |= expand_selectors(self.extend_select, known)
-        codes -= expand_selectors(self.ignore, known)
-        if filename is not None:
+        # Asked once per file of a run: the part that does not depend on the file is made once.
+        codes = _selected_codes(tuple(self.select), tuple(self.extend_select), tuple(self.ignore), id(rules), len(rules))
+        if filename is not None and self.per_file_ignores:
+            known = list(rules)
             for pattern, ignored in self.per_file_ignores:
                 if _glob_matches(pattern, filename, self.root):
-                    codes -= expand_selectors(ignored, known)
-        return frozenset(codes)
+                    codes = codes - expand_selectors(ignored, known)
+        return codes
 
     def fingerprint(self) -> str:
         """A stable digest of everything that changes lint results, for the cache key."""
@@ -96,6 +92,24 @@ class Settings:
         import json
 
         return hashlib.sha256(json.dumps(asdict(self), sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+@lru_cache(maxsize=32)
+def _selected_codes(select: tuple[str, ...], extend_select: tuple[str, ...], ignore: tuple[str, ...],
+                    catalog: int, size: int) -> frozenset[str]:
+    """The codes a selection enables, for the rule catalog ``catalog`` (its id and size: a
+    catalog read again is another key)."""
+    from amplint.rules.catalog import rule_catalog
+
+    rules = rule_catalog()
+    known = list(rules)
+    if select:
+        codes = expand_selectors(select, known)
+    else:
+        codes = {code for code, rule in rules.items() if rule.default_enabled}
+    codes |= expand_selectors(extend_select, known)
+    codes -= expand_selectors(ignore, known)
+    return frozenset(codes)
 
 
 @lru_cache(maxsize=32)

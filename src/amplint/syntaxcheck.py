@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import re
+from itertools import accumulate
 import warnings
 from dataclasses import dataclass
 
@@ -28,8 +29,10 @@ class PythonView:
 
 
 def python_view(text: str, filename: str) -> PythonView:
+    from amplint.gc_policy import building_tree
+
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), building_tree():
             warnings.simplefilter("ignore")  # invalid escape sequences and the like are not ours to report
             return PythonView(ast.parse(text, filename))
     except SyntaxError as exc:
@@ -130,6 +133,11 @@ def _depth_below(root: ast.AST) -> int:
 def _line_starts(source: bytes) -> list[int]:
     """Byte offset of each line's start in the UTF-8 ``source``, lines counted as ``ast`` counts
     them (``ast``'s columns are UTF-8 byte offsets too)."""
+    if b"\r" not in source:  # the usual case: one split and running sums, no match objects
+        starts = [0]
+        starts.extend(accumulate(len(line) + 1 for line in source.split(b"\n")))
+        starts.pop()  # past the end: no line starts there
+        return starts
     starts = [0]
     for match in re.finditer(rb"\r\n|\r|\n", source):
         starts.append(match.end())

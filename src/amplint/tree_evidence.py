@@ -25,6 +25,7 @@ from amplint.tree_literals import (
     legacy_autocast_name,
     legacy_precision_value,
     named_like_autocast,
+    walk,
 )
 
 # ``amplint.amp.frameworks.EXCLUSIVE_PRECISION_FLAGS`` and AMP022's ``_PREPARING`` (their modules
@@ -107,7 +108,7 @@ class TreeEvidence:
         allowed: set[int] = set()  # identifier nodes of the callee of a call built disabled
         checks_with_arguments: set[int] = set()  # callees ``is_autocast_enabled`` of calls given arguments
         held_by_attribute: set[int] = set()  # calls that are the value of ``a.b = <call>``
-        for node in self._nodes(tree, text):  # breadth first: a call comes before its callee's nodes
+        for node in self._nodes(tree, text):  # each node before its children: a call before its callee
             kind = type(node)
             if kind is ast.Call:
                 func = node.func
@@ -250,9 +251,9 @@ class TreeEvidence:
 
     def _nodes(self, tree: ast.Module, text: str | None):
         """Every node of ``tree``, or of its statements that may set a flag (see :data:`WALK_WORDS`),
-        each statement breadth first: a call and its callee are in one statement."""
+        each node before its children (a call before its callee, in one statement)."""
         if text is None:
-            yield from ast.walk(tree)
+            yield from walk(tree)
             return
         from amplint.focus import physical_lines
 
@@ -276,15 +277,15 @@ class TreeEvidence:
                 # walked, and its members are asked one by one, as top-level statements are.
                 for part in (*statement.decorator_list, *statement.bases, *statement.keywords,
                              *getattr(statement, "type_params", ())):
-                    yield from ast.walk(part)
+                    yield from walk(part)
                 yield from self._statement_nodes(statement.body, lines)
             else:
-                yield from ast.walk(statement)
+                yield from walk(statement)
 
     def _left_out(self, may_hold) -> list[ast.AST]:
         """The nodes of the statements the walk left out whose source passes ``may_hold``. Each of
         them is ASCII, where a test of the source reads the identifiers exactly."""
-        return [node for statement, chunk in self._unwalked if may_hold(chunk) for node in ast.walk(statement)]
+        return [node for statement, chunk in self._unwalked if may_hold(chunk) for node in walk(statement)]
 
     @property
     def indexed_device_string(self) -> bool:

@@ -16,6 +16,24 @@ LEGACY_PRECISION_STRINGS = ("16", "bf16")
 TORCH_CLIP_NAMES = frozenset({"clip_grad_norm_", "clip_grad_norm", "clip_grad_value_"})
 
 
+def walk(node: ast.AST):
+    """Every node under ``node`` (itself included), each before its children: what ``ast.walk``
+    gives in another order, at about half its cost (no generator per node's fields)."""
+    stack = [node]
+    pop, extend, append = stack.pop, stack.extend, stack.append
+    while stack:
+        node = pop()
+        if not isinstance(node, ast.AST):
+            continue  # a list field may hold names (``global a, b``)
+        yield node
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if value.__class__ is list:
+                extend(value)
+            elif isinstance(value, ast.AST):
+                append(value)
+
+
 def callee_chain(func: ast.expr) -> list[ast.expr]:
     """``a.b.c`` as its Attribute and Name nodes, outermost first."""
     chain = []

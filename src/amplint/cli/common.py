@@ -63,8 +63,13 @@ def _display(path: Path) -> str:
     """A path as the run shows it: relative to the working folder when inside it."""
     text = os.path.normpath(str(path))
     if os.path.isabs(text):
+        # What relpath gives without its own normalising of both paths: a path outside the
+        # working folder (the case of every file of a run over another tree) stays as it is.
+        here = os.getcwd()
+        if not text.startswith(os.path.join(here, "")) and text != here:
+            return text
         try:
-            rel = os.path.relpath(text)
+            rel = os.path.relpath(text, here)
         except ValueError:  # pragma: no cover - other drive
             return text
         if not rel.startswith(".."):
