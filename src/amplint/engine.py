@@ -152,7 +152,7 @@ def _lint_once(
     except RecursionError:
         result.errors.append(FileError(filename, f"{filename}: too deeply nested to parse"))
         return result
-    positions = Positions(module)  # computed on first use: most parsed files have no finding
+    positions = Positions(module, parsed_text)  # computed on first use: most parsed files have no finding
     result.module, result.positions = module, positions
     try:
         facts = FileFacts(module, positions, filename, settings)
