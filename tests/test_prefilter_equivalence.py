@@ -216,3 +216,26 @@ def test_a_file_whose_directives_name_other_tools_codes_is_not_parsed_under_sele
     text = "import os  # noqa: F401\nx = 1  # noqa: E501\ny = 2  # noqa\n"
     assert lint_text(text, "a.py", ON).skipped
     assert not lint_text(text + "z = 3  # noqa: AMP005\n", "a.py", ON).skipped
+
+
+@pytest.mark.parametrize("text", [
+    "import torch\n# café\nwith torch.autocast('cuda'):\n    loss.backward()\n",
+    "# NOQA: AMP001 — é\nfrom torch.cuda.amp import autocast\n",
+    "x = 'İ Kelvin'\nGRAD_SCALER.step(opt)  # ü\n",
+    "s = 'ſcaler ꜱcaler'\nprint(s)\n",
+])
+def test_what_the_bytes_showed_stands_for_the_decoded_text(text):
+    # The engine asks about the bytes of a file, then about its decoded text; the tokens (and, for
+    # an ASCII file, the answer) found in the bytes are carried over, and must be what the text gives.
+    import amplint.selection as selection
+    from amplint.selection import codes_to_run, same_tokens
+
+    for settings in (ON, DEFAULT_ON):
+        codes = settings.enabled_codes("a.py")
+        data = text.encode("utf-8")
+        selection._last_answer = (None, None, frozenset(), None)
+        fresh = codes_to_run(text, settings, codes)
+        selection._last_answer = (None, None, frozenset(), None)
+        may_have_findings(data, settings, "a.py")
+        same_tokens(data, text)
+        assert codes_to_run(text, settings, codes) == fresh

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from amplint.engine import _lint_once, lint_text, syntax_error_finding
 from amplint.model import FileError, FileResult, Finding
-from amplint.selection import may_have_findings, same_answer
+from amplint.selection import may_have_findings, same_answer, same_tokens
 from amplint.settings import Settings
 from amplint.sourcefile import (
     MAX_FILE_BYTES,
@@ -108,6 +108,8 @@ def process_file(job: Job, data: bytes | None = None) -> FileResult:
     # In UTF-8 an ASCII token is the same bytes: the bytes answer for the text, and faster.
     elif not may_have_findings(data if source.encoding == "utf-8" else source.text, job.settings, filename):
         return skipped_result(data, filename, job.explicit, source.text)
+    elif source.encoding == "utf-8":
+        same_tokens(data, source.text)  # the tokens found in the bytes are those of the text
     cache = None
     if job.cache_dir is not None and job.mode == "check" and not job.edits:
         from amplint.cache import Cache

@@ -147,20 +147,38 @@ def _plan(codes: frozenset[str]) -> _Plan:
     return _Plan(codes)
 
 
-# The last text asked about, with its codes and the answer: the engine asks whether a file may have
-# findings and then which rules to run, of the same text object. One tuple, replaced whole.
-_last_answer: tuple = (None, None, frozenset())
+# The last text asked about, with its codes, the answer and the plan's tokens found in it: the
+# engine asks whether a file may have findings and then which rules to run, of the same text
+# object. One tuple, replaced whole.
+_last_answer: tuple = (None, None, frozenset(), None)
 
 
 def _firing_codes(text: str | bytes, codes: frozenset[str]) -> frozenset[str]:
     """The codes of ``codes`` whose rules may fire on ``text`` (:func:`_may_fire` of each)."""
     global _last_answer
-    last_text, last_codes, last = _last_answer
-    if last_text is text and last_codes == codes:
+    last_text, last_codes, last, tokens = _last_answer
+    if last_text is text and last_codes == codes and last is not None:
         return last
     plan = _plan(codes)
     occurs = _Presence(text)
-    # Every token of the plan is searched once; most files hold none, and then no rule is asked.
+    if last_text is text and last_codes == codes:
+        # The plan's tokens were found in this text's bytes (same_tokens): only the rules are asked.
+        occurs.known.update(tokens)
+        found = {token for token, present in tokens.items() if present}
+    else:
+        found = _screen(plan, text, occurs)
+    if not found and plan.every_rule_has_triggers:
+        answer: frozenset[str] = frozenset()
+    else:
+        answer = frozenset(rule.code for rule, covers in plan.rules
+                           if (covers is None or not covers.isdisjoint(found)) and _may_fire(rule, text, occurs))
+    _last_answer = (text, codes, answer, occurs.known)
+    return answer
+
+
+def _screen(plan: _Plan, text: str | bytes, occurs: _Presence) -> set[str]:
+    """The plan's tokens that occur in ``text``, each searched once; most files hold none, and
+    then no rule is asked."""
     as_text = isinstance(text, str)
     lowered = occurs.lowered()
     found = set()
@@ -170,13 +188,7 @@ def _firing_codes(text: str | bytes, codes: frozenset[str]) -> frozenset[str]:
             found.update(t for t in members if occurs(t))
         else:
             occurs.known.update(dict.fromkeys(members, False))
-    if not found and plan.every_rule_has_triggers:
-        answer: frozenset[str] = frozenset()
-    else:
-        answer = frozenset(rule.code for rule, covers in plan.rules
-                           if (covers is None or not covers.isdisjoint(found)) and _may_fire(rule, text, occurs))
-    _last_answer = (text, codes, answer)
-    return answer
+    return found
 
 
 def _escape(token: str) -> str:
@@ -253,9 +265,30 @@ def same_answer(data: bytes, text: str) -> None:
     """``text`` is ``data`` decoded and both are ASCII: what was last found for ``data`` holds for
     ``text`` (the engine asks about the text next), so it is not searched again."""
     global _last_answer
-    last_data, codes, answer = _last_answer
+    last_data, codes, answer, tokens = _last_answer
     if last_data is data:
-        _last_answer = (text, codes, answer)
+        _last_answer = (text, codes, answer, tokens)
+
+
+def same_tokens(data: bytes, text: str) -> None:
+    """``text`` is ``data`` decoded from UTF-8: the prefilter's tokens are ASCII, so each occurs in
+    one exactly where it occurs in the other (as do the words read in any case: no character
+    outside ASCII lower-cases into theirs), and the text is not searched for them again. The
+    rules' own tests (a required pattern) are still made on the text."""
+    global _last_answer
+    last_data, codes, _, tokens = _last_answer
+    if last_data is data and tokens is not None:
+        _last_answer = (text, codes, None, {token: present for token, present in tokens.items()
+                                            if token in _screened(codes)})
+
+
+@lru_cache(maxsize=64)
+def _screened(codes: frozenset[str]) -> frozenset[str]:
+    """The tokens the screening pass answers for (the rules' other tokens are searched later),
+    but a word read in any case that holds ``i`` or ``k``: ``İ`` and the Kelvin sign lower-case
+    into those outside ASCII, and that word is searched in the text again."""
+    return frozenset(token for _, _, members in _plan(codes).screen for token in members
+                     if not (any_case(token) and ("i" in token.lower() or "k" in token.lower())))
 
 
 def may_have_findings(data: bytes | str, settings: Settings, filename: str) -> bool:
