@@ -182,9 +182,10 @@ def test_an_identifier_python_normalises_to_autocast_is_walked():
 def test_the_walk_skips_statements_without_a_flag_word_only_in_ascii_source():
     source = "import torch\n\n\ndef rotary(x):\n    return x\n\n\nwith torch.autocast('cuda', enabled=False):\n    pass\n"
     evidence = TreeEvidence(ast.parse(source), source)
-    assert [type(s).__name__ for s, _ in evidence._unwalked] == ["FunctionDef"]  # imports are always walked
+    # imports are always walked; of the ``with`` statement, its items, not its ``pass``
+    assert [type(s).__name__ for s, *_ in evidence._unwalked] == ["FunctionDef", "Pass"]
     accented = source.replace("return x", "return 'é'")
-    assert TreeEvidence(ast.parse(accented), accented)._unwalked == []
+    assert [type(s).__name__ for s, *_ in TreeEvidence(ast.parse(accented), accented)._unwalked] == ["Pass"]
 
 
 def test_the_indexed_device_test_is_the_one_amp015_applies():
@@ -477,3 +478,22 @@ def test_amp022_needs_a_backward_and_a_step_in_one_function():
     default = AMP022_BASE + "def train(model, optimizer):\n    model, optimizer = accelerator.prepare(model, optimizer)\n" \
         "    loss.backward()\n    def later(done=optimizer.step()):\n        pass\n"
     assert "AMP022" not in _gated_away(default)
+
+
+# Each flag read after the walk, from a statement it left out deep inside a function it walked
+# (the function spells a walk word on another line).
+LEFT_OUT_INSIDE = {
+    "AMP015": ("def f(x):\n    with torch.autocast(x, enabled=False):\n        pass\n    if x:\n        x = 'cuda:1'\n", "import torch\n"),
+    "AMP020": ("def f(bf16):\n    if bf16:\n        return L.Trainer(\n            precision=16)\n", "import lightning as L\n"),
+    "AMP019": ("def f(accelerator, p):\n    accelerator.backward(loss)\n    if p:\n        clip(p, 1.0)\n",
+               "from torch.nn.utils import clip_grad_norm_ as clip\nfrom accelerate import Accelerator\n"),
+    "AMP022": ("def f(accelerator, optimizer, model):\n    model, optimizer = accelerator.prepare(model, optimizer)\n"
+               "    for x in data:\n        loss.backward()\n        if x:\n            optimizer.step()\n",
+               "from accelerate import Accelerator\naccelerator = Accelerator(mixed_precision='fp16')\n"),
+}
+
+
+@pytest.mark.parametrize("code", sorted(LEFT_OUT_INSIDE))
+def test_a_flag_read_after_the_walk_is_found_in_a_statement_it_left_out_inside_a_function(code):
+    body, head = LEFT_OUT_INSIDE[code]
+    assert code not in _gated_away(head + body)

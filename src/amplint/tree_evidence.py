@@ -2,16 +2,17 @@
 
 Each flag is a fact a rule's finding cannot do without, read from the identifiers, keywords,
 calls and literals of the file; the gates argue from them. The walk visits only the statements
-whose source can spell what a flag reads (see :data:`WALK_WORDS`); a flag whose word is not one
-of them is read from the statements left out when first asked (:meth:`TreeEvidence._left_out`).
+whose source can spell what a flag reads (:mod:`amplint.walk_words`); a flag whose word is not
+one of them is read from the statements left out when first asked (:meth:`TreeEvidence._left_out`).
 """
 
 from __future__ import annotations
 
 import ast
-import re
+from bisect import bisect_left
 
 from amplint.tree_literals import (
+    BODY_FIELDS,
     INDEXED_SOURCE,
     NUMERIC_ESCAPE,
     TORCH_CLIP_NAMES,
@@ -24,9 +25,13 @@ from amplint.tree_literals import (
     last_name,
     legacy_autocast_name,
     legacy_precision_value,
+    body_span,
+    innermost,
     named_like_autocast,
+    own_parts,
     walk,
 )
+from amplint.walk_words import lines_spelling_a_word
 
 # ``amplint.amp.frameworks.EXCLUSIVE_PRECISION_FLAGS`` and AMP022's ``_PREPARING`` (their modules
 # import libcst; a test keeps these equal).
@@ -34,28 +39,12 @@ EXCLUSIVE_PRECISION_FLAGS = (("fp16", "bf16"), ("fp16_full_eval", "bf16_full_eva
 PREPARING = ("prepare", "prepare_optimizer")
 
 
-# A top-level statement none of whose lines holds one of these words, nor ``device`` before an
-# opening parenthesis (a call of it), and that is no import, sets no flag of
-# :class:`TreeEvidence` read in the walk: each is read from an identifier, a keyword or an
-# attribute that spells one of them (``autocast`` and ``scaler`` in any case, as the flags read
-# them; ``GradScaler`` and ``...Scaler`` hold ``scaler``; ``fp16_full_eval`` holds ``fp16``;
-# ``is_autocast_enabled`` holds ``autocast``), a ``device`` only from a call of it or an import
-# of it ``as`` another name. Identifiers are spelled as written only in ASCII source (Python
-# normalises others).
-WALK_WORDS = ("bf16", "backward", "prepare", "unscale_")
-# AMP001's evidence: the identifier ``amp`` in an attribute or an import (the legacy function
-# names hold ``autocast``), or a string spelling a dotted ``.amp``.
-_AMP_WORD = re.compile(r"\bamp\b")
-WALK_WORDS_ANY_CASE = ("autocast", "scaler", "fp16")
-_DEVICE_CALL = re.compile(r"device(?:\s|\\\n|#[^\n]*)*\(")
-
-
 class TreeEvidence:
     """What one walk of a file's ``ast`` shows about its AMP use."""
 
     def __init__(self, tree: ast.Module, text: str | None = None) -> None:
         """``text``: the source of ``tree``; with it only the statements (top-level ones and
-        members of classes) whose lines hold a word of :data:`WALK_WORDS` are walked."""
+        members of classes) whose lines hold a word of :data:`amplint.walk_words.WALK_WORDS` are walked."""
         self.autocast_always_off = True  # no name containing ``autocast`` is used but as the callee of a disabled call
         self.autocast_named = False  # some name, attribute or import says ``autocast`` (any case)
         self.autocast_arguments_plain = True  # no autocast call passes an f-string or a call
@@ -73,7 +62,7 @@ class TreeEvidence:
         self.device_call = False  # a call that may build a ``torch.device``
         self._indexed_device_string = False  # a string constant like ``"cuda:0"``
         self._left_out_read_for_devices = False
-        self._unwalked: list[tuple[ast.stmt, str]] = []  # statements not walked and their source
+        self._unwalked: list[tuple[ast.stmt, int, int]] = []  # statements not walked and their lines
         self.scaled_backward = False  # ``x.scale(loss).backward()``
         self.scaler_class_named = False  # an identifier naming a GradScaler class (``GradScaler``, ``ShardedGradScaler``)
         self.fp16_true_keyword = False  # ``fp16=True`` (``TrainingArguments(fp16=True)``)
@@ -160,7 +149,7 @@ class TreeEvidence:
                     if named_like_autocast(named) and not (isinstance(expr, ast.Call) and built_disabled(expr)):
                         self.named_region_may_enable = True
             elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
-                self._bodies.append(_body_span(node))
+                self._bodies.append(body_span(node))
             elif kind is ast.IfExp:
                 self.named_region_may_enable |= named_like_autocast(node.body) or named_like_autocast(node.orelse)
             elif kind is ast.Dict:
@@ -221,7 +210,7 @@ class TreeEvidence:
         elif kind is ast.Import or kind is ast.ImportFrom:
             self._note_import(node)
         elif kind is ast.FunctionDef or kind is ast.AsyncFunctionDef:
-            self._bodies.append(_body_span(node))
+            self._bodies.append(body_span(node))
         elif kind is ast.Call and type(node.func) is ast.Attribute and node.func.attr == "step":
             self._steps.append((node.lineno, node.col_offset))
 
@@ -250,42 +239,57 @@ class TreeEvidence:
                 self.device_call = True
 
     def _nodes(self, tree: ast.Module, text: str | None):
-        """Every node of ``tree``, or of its statements that may set a flag (see :data:`WALK_WORDS`),
+        """Every node of ``tree``, or of its statements that may set a flag (see :data:`amplint.walk_words.WALK_WORDS`),
         each node before its children (a call before its callee, in one statement)."""
         if text is None:
             yield from walk(tree)
             return
         from amplint.focus import physical_lines
 
-        yield from self._statement_nodes(tree.body, physical_lines(text))
+        self._lines = physical_lines(text)
+        self._marked = lines_spelling_a_word(text, self._lines)
+        yield from self._statement_nodes(tree.body)
 
-    def _statement_nodes(self, statements: list[ast.stmt], lines: list[str]):
+    def _statement_nodes(self, statements: list[ast.stmt]):
+        """The nodes of the statements that may set a flag, at any depth: a statement whose lines
+        spell no word of :data:`amplint.walk_words.WALK_WORDS` is left out (kept for the questions asked later); of
+        a compound one that spells some, its own parts (a function's decorators and arguments,
+        a loop's target, a ``with`` statement's items) are walked and its statements are asked
+        one by one. No flag read in the walk needs two statements: a call and its callee, an
+        assignment and its value, a ``with`` statement and its items are each in one."""
+        marked = self._marked
         for statement in statements:
             start = statement.lineno
             decorators = getattr(statement, "decorator_list", None)
             if decorators:
                 start = min(start, min(d.lineno for d in decorators))
-            chunk = "".join(lines[start - 1: (statement.end_lineno or statement.lineno)])
-            # Python normalises identifiers that are not ASCII (NFKC): a statement that is not
-            # ASCII is walked whatever it spells.
-            if not (not chunk.isascii() or isinstance(statement, (ast.Import, ast.ImportFrom)) or any(word in chunk for word in WALK_WORDS)
-                    or any(word in chunk.lower() for word in WALK_WORDS_ANY_CASE) or _AMP_WORD.search(chunk)
-                    or "device" in chunk and _DEVICE_CALL.search(chunk)):
-                self._unwalked.append((statement, chunk))
-            elif isinstance(statement, ast.ClassDef):
-                # A class statement sets no flag itself: its bases, keywords and decorators are
-                # walked, and its members are asked one by one, as top-level statements are.
-                for part in (*statement.decorator_list, *statement.bases, *statement.keywords,
-                             *getattr(statement, "type_params", ())):
-                    yield from walk(part)
-                yield from self._statement_nodes(statement.body, lines)
-            else:
+            end = statement.end_lineno or statement.lineno
+            first = bisect_left(marked, start)
+            if not (first < len(marked) and marked[first] <= end or isinstance(statement, (ast.Import, ast.ImportFrom))):
+                self._unwalked.append((statement, start, end))
+                continue
+            inner = [part for name in BODY_FIELDS for part in getattr(statement, name, None) or ()]
+            if not inner:
                 yield from walk(statement)
+                continue
+            yield statement  # a function's body span, a ``with`` statement's items
+            yield from own_parts(statement)
+            for part in inner:
+                if isinstance(part, ast.stmt):
+                    yield from self._statement_nodes([part])
+                else:  # an ``except`` clause or a ``case``: its own parts, then its statements
+                    yield part
+                    yield from own_parts(part)
+                    yield from self._statement_nodes(part.body)
 
     def _left_out(self, may_hold) -> list[ast.AST]:
         """The nodes of the statements the walk left out whose source passes ``may_hold``. Each of
         them is ASCII, where a test of the source reads the identifiers exactly."""
-        return [node for statement, chunk in self._unwalked if may_hold(chunk) for node in walk(statement)]
+        return [node for statement, start, end in self._unwalked if may_hold(self._chunk(start, end))
+                for node in walk(statement)]
+
+    def _chunk(self, start: int, end: int) -> str:
+        return "".join(self._lines[start - 1: end])
 
     @property
     def indexed_device_string(self) -> bool:
@@ -321,7 +325,7 @@ class TreeEvidence:
         if "import" in self._late_read:
             return
         self._late_read.add("import")
-        statements = [statement for statement, chunk in self._unwalked if "import" in chunk]
+        statements = [statement for statement, start, end in self._unwalked if "import" in self._chunk(start, end)]
         while statements:
             statement = statements.pop()
             if isinstance(statement, (ast.Import, ast.ImportFrom)):
@@ -356,10 +360,11 @@ class TreeEvidence:
         """Some function (or the module's, or a class's, body) calls both ``x.backward(...)`` and
         ``y.step(...)``: each call is placed in the innermost function body around it, a grouping
         no finer than the facts' scopes (a class body or a lambda goes with what is around it)."""
-        if any(_innermost(self._bodies, at) is None for at in self._backwards):
-            self._read_late("step")  # a step at module level may sit in a statement left out
-        return bool({_innermost(self._bodies, at) for at in self._backwards}
-                    & {_innermost(self._bodies, at) for at in self._steps})
+        if not self._backwards:
+            return False
+        self._read_late("step")  # a step in a statement the walk left out, beside a backward
+        return bool({innermost(self._bodies, at) for at in self._backwards}
+                    & {innermost(self._bodies, at) for at in self._steps})
 
     @property
     def scaler_evidence(self) -> bool:
@@ -377,15 +382,3 @@ class TreeEvidence:
         or in a helper that yields under it (``named_region_may_enable``). A state query
         (``torch.is_autocast_enabled()``) or a variable named ``autocast_dtype`` opens none."""
         return self.autocast_class_may_enable or self.named_region_may_enable
-
-
-def _body_span(node: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[tuple[int, int], tuple[int, int]]:
-    """Where the function's body starts and ends: its decorators and defaults are its caller's."""
-    first = node.body[0]
-    return (first.lineno, first.col_offset), (node.end_lineno or node.lineno, node.end_col_offset or 0)
-
-
-def _innermost(bodies: list[tuple[tuple[int, int], tuple[int, int]]], at: tuple[int, int]):
-    """The innermost of ``bodies`` holding the position ``at`` (``None``: the module's)."""
-    around = [body for body in bodies if body[0] <= at <= body[1]]
-    return max(around) if around else None

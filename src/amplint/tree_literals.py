@@ -16,6 +16,23 @@ LEGACY_PRECISION_STRINGS = ("16", "bf16")
 TORCH_CLIP_NAMES = frozenset({"clip_grad_norm_", "clip_grad_norm", "clip_grad_value_"})
 
 
+# The fields of a compound statement that hold statements (``handlers``: ``except`` clauses,
+# ``cases``: a ``match`` statement's cases).
+BODY_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def own_parts(node: ast.AST):
+    """The nodes of a compound statement (or an ``except`` clause, a ``case``) but those of the
+    statements it holds: decorators, arguments, a loop's target, a ``with`` statement's items."""
+    for name in node._fields:
+        if name in BODY_FIELDS:
+            continue
+        value = getattr(node, name, None)
+        for part in value if isinstance(value, list) else (value,):
+            if isinstance(part, ast.AST):
+                yield from walk(part)
+
+
 def walk(node: ast.AST):
     """Every node under ``node`` (itself included), each before its children: what ``ast.walk``
     gives in another order, at about half its cost (no generator per node's fields)."""
@@ -131,3 +148,15 @@ def indexed_constant(node: ast.AST) -> bool:
     if isinstance(value, bytes):
         value = value.decode("latin-1")
     return isinstance(value, str) and ":" in value and indexed_device_text(value)
+
+
+def body_span(node: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[tuple[int, int], tuple[int, int]]:
+    """Where the function's body starts and ends: its decorators and defaults are its caller's."""
+    first = node.body[0]
+    return (first.lineno, first.col_offset), (node.end_lineno or node.lineno, node.end_col_offset or 0)
+
+
+def innermost(bodies: list[tuple[tuple[int, int], tuple[int, int]]], at: tuple[int, int]):
+    """The innermost of ``bodies`` holding the position ``at`` (``None``: the module's)."""
+    around = [body for body in bodies if body[0] <= at <= body[1]]
+    return max(around) if around else None
