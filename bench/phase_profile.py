@@ -41,7 +41,7 @@ def main(argv: list[str]) -> int:
     start_short_command()  # the collector as the command runs it (amplint.gc_policy)
     began = time.process_time()
     from amplint.discovery import discover
-    from amplint.selection import codes_to_run, focus_tokens_for, may_have_findings
+    from amplint.selection import codes_to_run, focus_tokens_for, may_have_findings, same_answer, same_tokens
     from amplint.settings import Settings
     from amplint.sourcefile import decode_source, read_bytes
     spent["import the command's modules"] = time.process_time() - began
@@ -55,22 +55,25 @@ def main(argv: list[str]) -> int:
         name = str(path)
         if not timed("substring prefilter", may_have_findings, data, settings, name):
             continue
-        text = timed("decode", decode_source, data, name).text
-        survivors.append((name, text))
+        source = timed("decode", decode_source, data, name)
+        text = source.text
+        if source.encoding == "utf-8":  # as jobs.process_file: what the bytes showed stands for the text
+            (same_answer if data.isascii() else same_tokens)(data, text)
+        run = timed("codes_to_run (per-rule substrings)", codes_to_run, text, settings, settings.enabled_codes(name))
+        survivors.append((name, text, run))
 
     from amplint.rule_gates import codes_that_may_report
     from amplint.syntaxcheck import expression_depth, python_view
 
     parsed = []
-    for name, text in survivors:
+    for name, text, run in survivors:
         view = timed("ast parse (syntax verdict)", python_view, text, name)
         if view.tree is None:
             continue
-        timed("expression depth", expression_depth, view.tree, text)
         codes = settings.enabled_codes(name)
-        run = timed("codes_to_run (per-rule substrings)", codes_to_run, text, settings, codes)
         may = timed("rule gates (ast walk)", codes_that_may_report, run, view.tree, False, text)
         if may:
+            timed("expression depth (files left a rule)", expression_depth, view.tree, text)
             parsed.append((name, text, view.tree, codes, may))
 
     from amplint.parsing_modules import import_parsing_modules
@@ -89,7 +92,7 @@ def main(argv: list[str]) -> int:
         tokens = focus_tokens_for(codes)
         focused = timed("focus (blank definitions)", focus_source, text, tokens, tree) or text
         module = timed("libcst parse of the focused text", cst.parse_module, focused)
-        facts = timed("facts", FileFacts, module, Positions(module), name, settings)
+        facts = timed("facts", FileFacts, module, Positions(module, focused), name, settings)
         for rule in rules:
             timed("rules", lambda: list(rule(facts).check()))
         per_file.append((time.process_time() - began, name, len(text.splitlines()), sorted(may)))
