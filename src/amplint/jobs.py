@@ -233,9 +233,11 @@ def lint_with_project(job: Job) -> FileResult:
     if job.notebook or job.path.endswith(".ipynb"):
         return process_file(job)  # a notebook asks nothing of the project
     try:
-        data = read_bytes(Path(job.path))
+        data = read_bytes(job.path)
     except SourceError:
         return process_file(job)  # which reports why the file cannot be read
+    if data.isascii() and not may_have_findings(data, job.settings, job.display or job.path):
+        return process_file(job, data)  # skipped, as most files are: it asks the project nothing
     # Read once: the question whether the file asks and its lint share the bytes.
     return process_file(with_project_context(job, data), data)
 

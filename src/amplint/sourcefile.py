@@ -121,16 +121,18 @@ def read_bytes_or_none(path: str | os.PathLike) -> bytes | None:
         return None
 
 
-def read_bytes(path: Path, limit: int = MAX_FILE_BYTES) -> bytes:
+def read_bytes(path: Path | str, limit: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of a regular file no larger than ``limit``; ``path`` as a string when the caller
+    has one (every file of a run is read so: no ``Path`` to build, no buffered file object)."""
     try:
-        info = path.stat()
+        info = os.stat(path)
         if not stat.S_ISREG(info.st_mode):
             # Reading a FIFO or a device would block or never end.
             raise SourceError(f"{path}: not a regular file")
         size = info.st_size
         if size > limit:
             raise SourceError(f"{path}: file is too large to lint ({size // 1024} KiB > {limit // 1024} KiB)")
-        return path.read_bytes()
+        return _read_all(path)
     except SourceError:
         raise
     except IsADirectoryError:
@@ -141,6 +143,11 @@ def read_bytes(path: Path, limit: int = MAX_FILE_BYTES) -> bytes:
         raise SourceError(f"{path}: permission denied") from None
     except OSError as exc:
         raise SourceError(f"{path}: cannot read ({exc.strerror or exc})") from None
+
+
+def _read_all(path: Path | str) -> bytes:
+    with open(path, "rb", buffering=0) as handle:
+        return handle.readall()
 
 
 def read_source(path: Path) -> SourceText:
