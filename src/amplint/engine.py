@@ -67,39 +67,84 @@ def _python_syntax_error(error: SyntaxError, filename: str) -> Finding:
     return syntax_error_finding(error.lineno or 1, error.offset or 1, f"SyntaxError: {error.msg}", filename)
 
 
-def _lint_once(
-    text: str, filename: str, settings: Settings, codes: frozenset[str], focus: bool = False,
-    project: ProjectContext | DeferredContext | None = None,
-) -> _Pass:
+def _python_stage(
+    text: str, filename: str, settings: Settings, codes: frozenset[str], focus: bool,
+    project: ProjectContext | DeferredContext | None, result: _Pass,
+) -> tuple[frozenset[str], str, object] | None:
+    """What Python's own ``ast`` decides before libcst: the syntax verdict, the rules the gates
+    leave to run, the guard against nesting libcst cannot parse, the focused text, the outline.
+    ``None`` (with ``result`` told why, if anything is to tell) when libcst need not parse."""
     from amplint.syntaxcheck import MAX_EXPRESSION_DEPTH, expression_depth, python_view
 
-    result = _Pass()
     view = python_view(text, filename)
     if view.error is not None:
         # Python's verdict wins: code libcst accepts but this Python rejects is not linted or fixed.
         result.findings.append(_python_syntax_error(view.error, filename))
-        return result
+        return None
     if view.gave_up is not None:
         result.errors.append(FileError(filename, f"{filename}: not linted: nested too deeply ({view.gave_up})"))
-        return result
+        return None
+    tree = view.tree
     run_codes = codes_to_run(text, settings, codes)
-    if settings.prefilter and view.tree is not None:
+    if settings.prefilter and tree is not None:
         from amplint.rule_gates import codes_that_may_report
 
         # The prefilter's second stage: a file where no rule can report is not parsed with libcst.
-        may_report = codes_that_may_report(run_codes, view.tree, with_project=project is not None, text=text,
+        may_report = codes_that_may_report(run_codes, tree, with_project=project is not None, text=text,
                                            project_builds_scaler=getattr(project, "may_build_any_scaler", None))
         if not may_report and run_codes:
-            return result
+            return None
         run_codes = may_report
     # What libcst's parser would take minutes over; a file the gates leave no rule to run is not
     # asked, as it is not parsed.
-    if view.tree is not None and (depth := expression_depth(view.tree, text)) > MAX_EXPRESSION_DEPTH:
+    if tree is not None and (depth := expression_depth(tree, text)) > MAX_EXPRESSION_DEPTH:
         result.errors.append(FileError(
             filename, f"{filename}: not linted: an expression is nested {depth} levels deep, "
             f"more than amplint's parser handles in reasonable time ({MAX_EXPRESSION_DEPTH})",
         ))
+        return None
+    parsed_text = text
+    if focus and settings.prefilter:
+        tokens = focus_tokens_for(codes)
+        if tokens is not None:
+            from amplint.focus import focus_source
+
+            parsed_text = focus_source(text, tokens, tree) or text
+    # The file's own summary is read from its facts when a rule first asks, with the outline
+    # (definitions, signatures, imports) of the whole text: the focused parse keeps every
+    # definition a summary can record something of. The project is asked about in practice only
+    # by files that hold a GradScaler (or, without the prefilter, by any file: every rule runs):
+    # their outline is read from the ast at hand, before it is released; any other file's is
+    # parsed again only if a rule asks. (The ast itself is released with this function's frame:
+    # kept during the libcst parse, every garbage collection would walk its objects again.)
+    outline = None
+    if tree is not None:
+        from amplint.project.asking import mentions_scaler
+        from amplint.project.outline import outline_of
+        from amplint.project.quiet_parse import parse
+
+        if not settings.prefilter or mentions_scaler(text):
+            outline = outline_of(tree)
+        else:
+            outline = lambda: outline_of(parse(text))  # noqa: E731
+    return run_codes, parsed_text, outline
+
+
+def _lint_once(
+    text: str, filename: str, settings: Settings, codes: frozenset[str], focus: bool = False,
+    project: ProjectContext | DeferredContext | None = None,
+) -> _Pass:
+    from amplint.gc_policy import building_tree
+
+    result = _Pass()
+    # Python's ast of the file is built, asked and released with the collector paused: it holds
+    # no reference cycle, and released before the collector runs again it is never traversed
+    # (a file the gates rule out, most files parsed at all, costs its parse and walk alone).
+    with building_tree():
+        stage = _python_stage(text, filename, settings, codes, focus, project, result)
+    if stage is None:
         return result
+    run_codes, parsed_text, outline = stage
     # Imported only past Python's verdict: a file with a syntax error never needs libcst.
     from amplint.parsing_modules import import_parsing_modules
 
@@ -109,35 +154,7 @@ def _lint_once(
     from amplint.amp import FileFacts
     from amplint.positions import Positions
 
-    parsed_text = text
-    if focus and settings.prefilter:
-        tokens = focus_tokens_for(codes)
-        if tokens is not None:
-            from amplint.focus import focus_source
-
-            parsed_text = focus_source(text, tokens, view.tree) or text
     result.parsed_text = parsed_text
-    # The file's own summary is read from its facts when a rule first asks, with the outline
-    # (definitions, signatures, imports) of the whole text: the focused parse keeps every
-    # definition a summary can record something of. The project is asked about in practice only
-    # by files that hold a GradScaler (or, without the prefilter, by any file: every rule runs):
-    # their outline is read from the ast at hand, before it is released; any other file's is
-    # parsed again only if a rule asks.
-    outline = None
-    if view.tree is not None:
-        from amplint.project.asking import mentions_scaler
-        from amplint.project.outline import outline_of
-        from amplint.project.quiet_parse import parse
-
-        if not settings.prefilter or mentions_scaler(text):
-            outline = outline_of(view.tree)
-        else:
-            outline = lambda: outline_of(parse(text))  # noqa: E731
-    # The ast of a large file is a hundred thousand live objects: kept during the libcst parse,
-    # every garbage collection of the parse's allocations would walk them again.
-    del view
-    from amplint.gc_policy import building_tree
-
     try:
         with building_tree():
             module = cst.parse_module(parsed_text)
