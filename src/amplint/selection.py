@@ -116,6 +116,17 @@ class _Plan:
         # that misses rules out each of its members, and only the members of a group that hits
         # are searched for as they are written.
         self.screen = _screening_groups((*self.exact, *self.words))
+        self._screens: dict[bool, list] = {}
+
+    def screens(self, as_text: bool) -> list:
+        """:attr:`screen` ready to search a text (``as_text``) or bytes: compiled patterns, encoded
+        literals."""
+        ready = self._screens.get(as_text)
+        if ready is None:
+            ready = self._screens[as_text] = [
+                (_pattern(screen, as_text) if regex else screen if as_text else screen.encode("ascii"), regex, members)
+                for screen, regex, members in self.screen]
+        return ready
 
 
 def _screening_groups(tokens: tuple[str, ...]) -> tuple[tuple[str, bool, tuple[str, ...]], ...]:
@@ -178,16 +189,21 @@ def _firing_codes(text: str | bytes, codes: frozenset[str]) -> frozenset[str]:
 
 def _screen(plan: _Plan, text: str | bytes, occurs: _Presence) -> set[str]:
     """The plan's tokens that occur in ``text``, each searched once; most files hold none, and
-    then no rule is asked."""
-    as_text = isinstance(text, str)
+    then no rule is asked (nor is what was not found written down)."""
     lowered = occurs.lowered()
-    found = set()
-    for screen, regex, members in plan.screen:
-        if (_pattern(screen, as_text).search(lowered) is not None if regex
-                else (screen if as_text else screen.encode("ascii")) in lowered):
+    found: set[str] | None = None
+    missed = []
+    for needle, is_pattern, members in plan.screens(isinstance(text, str)):
+        if needle.search(lowered) is not None if is_pattern else needle in lowered:
+            if found is None:
+                found = set()
             found.update(t for t in members if occurs(t))
         else:
-            occurs.known.update(dict.fromkeys(members, False))
+            missed.append(members)
+    if found is None:
+        return set()
+    for members in missed:
+        occurs.known.update(dict.fromkeys(members, False))
     return found
 
 

@@ -74,13 +74,23 @@ class Settings:
             expand_selectors(codes, known)
 
     def enabled_codes(self, filename: str | None = None) -> frozenset[str]:
-        from amplint.rules.catalog import rule_catalog
+        registered = _registered_rules()
+        # Asked once per file of a run: the part that does not depend on the file is made once
+        # per selection and set of rules (a test or a plugin may register more; a rule module
+        # imported registers its class in place of its metadata).
+        known = self.__dict__.get("_enabled_for")
+        if known is not None and known[0] == len(registered):
+            codes = known[1]
+        else:
+            from amplint.rules.catalog import rule_catalog
 
-        rules = rule_catalog()
-        # Asked once per file of a run: the part that does not depend on the file is made once.
-        codes = _selected_codes(tuple(self.select), tuple(self.extend_select), tuple(self.ignore), id(rules), len(rules))
+            codes = _selected_codes(tuple(self.select), tuple(self.extend_select), tuple(self.ignore), tuple(rule_catalog()))
+            # Kept on the instance (not a field: equality, hashing and the fingerprint ignore it).
+            object.__setattr__(self, "_enabled_for", (len(registered), codes))
         if filename is not None and self.per_file_ignores:
-            known = list(rules)
+            from amplint.rules.catalog import rule_catalog
+
+            known = list(rule_catalog())
             for pattern, ignored in self.per_file_ignores:
                 if _glob_matches(pattern, filename, self.root):
                     codes = codes - expand_selectors(ignored, known)
@@ -94,15 +104,28 @@ class Settings:
         return hashlib.sha256(json.dumps(asdict(self), sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
+def _registered_rules() -> dict:
+    """``amplint.rules.base.RULES``, the rule classes registered so far (imported on first use: an
+    import statement run on every call would cost more than the rest of ``enabled_codes``)."""
+    global _REGISTERED
+    if _REGISTERED is None:
+        from amplint.rules.base import RULES
+
+        _REGISTERED = RULES
+    return _REGISTERED
+
+
+_REGISTERED: dict | None = None
+
+
 @lru_cache(maxsize=32)
 def _selected_codes(select: tuple[str, ...], extend_select: tuple[str, ...], ignore: tuple[str, ...],
-                    catalog: int, size: int) -> frozenset[str]:
-    """The codes a selection enables, for the rule catalog ``catalog`` (its id and size: a
-    catalog read again is another key)."""
+                    known_codes: tuple[str, ...]) -> frozenset[str]:
+    """The codes a selection enables among the rules ``known_codes``."""
     from amplint.rules.catalog import rule_catalog
 
     rules = rule_catalog()
-    known = list(rules)
+    known = list(known_codes)
     if select:
         codes = expand_selectors(select, known)
     else:
