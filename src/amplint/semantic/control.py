@@ -171,6 +171,26 @@ class ControlFlow:
     def _assigned(self, node: object) -> frozenset[str]:
         return self._assignments_by_anchor.get(node, frozenset())
 
+    def assigned_in(self, scope: Scope) -> list[tuple[object, frozenset[str]]]:
+        """The statement nodes of ``scope``'s body that bind names, with the dotted names each
+        binds (assignments, loop targets, ``with ... as``)."""
+        return self._assigned_by_scope.get(id(scope), [])
+
+    @cached_property
+    def _assigned_by_scope(self) -> dict[int, list[tuple[object, frozenset[str]]]]:
+        scopes: dict[object, int] = {}
+        for assignment in self._model.assignments:
+            scopes.setdefault(self.anchor(assignment.ctx), id(assignment.ctx.scope))
+        for loop in self._model.loops:
+            scopes.setdefault(loop.node, id(loop.scope))
+        for node, ctx in self._model.records.withs:
+            scopes.setdefault(node, id(ctx.scope))
+        out: dict[int, list[tuple[object, frozenset[str]]]] = {}
+        for node, names in self._assignments_by_anchor.items():
+            if node in scopes:
+                out.setdefault(scopes[node], []).append((node, names))
+        return out
+
     @cached_property
     def _assignments_by_anchor(self) -> dict[object, frozenset[str]]:
         found: dict[object, set[str]] = {}

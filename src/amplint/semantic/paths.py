@@ -13,7 +13,9 @@ it were exhausted: a statement late in a loop body does not reach an earlier one
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections import defaultdict
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass, field
 
 import libcst as cst
 
@@ -118,6 +120,50 @@ class PathQueries:
                     return True
         return False
 
+    def propagate(self, start: Hashable, transfer: Callable[[object, Hashable], Hashable],
+                  across_iterations: bool = False, correlate_only: Callable[[str], bool] | None = None) -> "Propagation | None":
+        """Carry a value along every feasible path from the body's entry: ``transfer(node, value)``
+        is the value once ``node`` has run. Returns, for each node, the values that arrive there
+        (before it runs), those that arrive at the exit, and, across iterations, those that a
+        loop's back edges carry to its header; ``None`` when the paths are too many to follow
+        (there is no fallback that drops correlation: a value on an infeasible path would be a
+        false finding).
+
+        The values are a may-analysis: each one arrives at the node on some feasible path.
+        ``correlate_only(text)`` limits the tests followed to those the value depends on (the
+        others cannot change what arrives, only multiply the states).
+        """
+        correlated = {t for t in self._correlated if correlate_only is None or correlate_only(t)}
+        return self._carry(start, transfer, across_iterations, correlated)
+
+    def _carry(self, start, transfer, across_iterations: bool, correlated: set[str]) -> "Propagation | None":
+        result = Propagation()
+        seen: set[tuple[int, Assumptions, Hashable]] = set()
+        stack: list[tuple[object, Assumptions, Hashable]] = [(ENTRY, frozenset(), start)]
+        while stack:
+            node, assumed, value = stack.pop()
+            for edge in self._edges_from(node, across_iterations):
+                taken = self._take(edge, assumed, correlated)
+                if taken is None:
+                    continue
+                target = edge.target
+                if target is RAISE:
+                    continue
+                if target is EXIT or target is _DEAD_END:
+                    result.at_exit.add(value)
+                    continue
+                if edge.back:
+                    result.back[id(target)].add(value)
+                state = (id(target), taken, value)
+                if state in seen:
+                    continue
+                seen.add(state)
+                if len(seen) > MAX_STATES:
+                    return None
+                result.arriving[id(target)].add(value)
+                stack.append((target, self._after(target, taken), transfer(target, value)))
+        return result
+
     # -- the search
     def _search(self, start: object, across_iterations: bool, stop: Iterable[object] = (), ends: bool = False,
                 start_assumed: Assumptions | None = None) -> list[tuple[object, Assumptions]]:
@@ -202,11 +248,11 @@ class PathQueries:
                 pending.extend(self.graph.exits_of(edge.target) or [_END_EDGE])
         return out
 
-    def _take(self, edge: Edge, assumed: Assumptions) -> Assumptions | None:
+    def _take(self, edge: Edge, assumed: Assumptions, correlated: set[str] | None = None) -> Assumptions | None:
         if edge.test is None:
             return assumed
         key = self._keys.get(id(edge.test))
-        if key is None or key[0] not in self._correlated:
+        if key is None or key[0] not in (self._correlated if correlated is None else correlated):
             return assumed
         text, negated = key
         value = edge.holds != negated
@@ -222,6 +268,15 @@ class PathQueries:
         if not assigned:
             return assumed
         return frozenset(item for item in assumed if not _depends(self._reads(item[0]), assigned))
+
+
+@dataclass
+class Propagation:
+    """What :meth:`PathQueries.propagate` found, by node id."""
+
+    arriving: defaultdict[int, set] = field(default_factory=lambda: defaultdict(set))
+    at_exit: set = field(default_factory=set)  # at the body's end, or the end of an iteration
+    back: defaultdict[int, set] = field(default_factory=lambda: defaultdict(set))  # loop header -> values its back edges carry
 
 
 def _depends(reads: frozenset[str], assigned: frozenset[str]) -> bool:
