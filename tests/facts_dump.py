@@ -97,10 +97,6 @@ def dump(facts: FileFacts) -> dict[str, Any]:
         "summaries": _summaries(facts),
         "paths": _paths(facts),
         "protocol": _protocol(facts),
-        "updates_on_path": {
-            f"{e.kind}@{_line(facts, e.call)}": sorted(_line(facts, u.call) for u in facts.scaling.scaler_updates_on_path(e))
-            for e in facts.timeline.events if getattr(e.kind, "value", e.kind) in ("scale_backward", "scaler_step")
-        },
     }
 
 

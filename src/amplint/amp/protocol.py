@@ -258,6 +258,24 @@ class ProtocolFacts:
                         out.append(found)
         return out
 
+    def steps_left_at_pass_end(self, step: Event, loop_node: object | None) -> bool:
+        """Some feasible path through ``step`` ends a pass of ``loop_node`` (its back edges), or the
+        function when ``None``, with the step's optimizer still STEPPED by it: no ``update()`` after it."""
+        for run in self.runs_for(step):
+            effect = run.by_event.get(step)
+            if effect is None or effect.optimizer is None:
+                continue
+            slot = run.optimizers.index(effect.optimizer)
+            if loop_node is None:
+                propagation = run.propagation(False)
+                ends = propagation.at_exit if propagation is not None else ()
+            else:
+                propagation = run.propagation(True)
+                ends = propagation.back.get(id(loop_node), ()) if propagation is not None else ()
+            if any(end.optimizers[slot].stage is P.Stage.STEPPED and end.optimizers[slot].stage_by is step for end in ends):
+                return True
+        return False
+
     def is_tracked(self, scope: Scope, scaler: str | None) -> bool:
         return any(scaler in run.names for run in self._runs_by_scope.get(scope, []))
 

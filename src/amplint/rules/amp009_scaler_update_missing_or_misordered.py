@@ -344,7 +344,9 @@ class ScalerUpdateMissingOrMisordered(Rule):
             (u.scaler == scaler or u.scaler not in stepped) and facts.control_flow.may_run_together(u.ctx, step.ctx)
             for u in iteration.of(K.UPDATE)
         ):
-            return None  # an update in the iteration (a misplaced one is reported at the update)
+            return None  # an update in the iteration: a misplaced one is reported at the update
+        if not facts.protocol.steps_left_at_pass_end(step, iteration.loop.node if iteration.loop is not None else None):
+            return None  # the protocol: no feasible path leaves the pass with this step's optimizer stepped
         if facts.iterations.update_may_follow(step, iteration):
             return None
         steps = [e for e in iteration.of(K.SCALER_STEP) if e.scaler == scaler and facts.control_flow.may_run_together(e.ctx, step.ctx)]
