@@ -162,4 +162,4 @@ class OptimizerStepBypassesScaler(Rule):
             if facts.scaling.scaler_provably_disabled(facts.scaling.backward_scaler(backward), backward.ctx.scope):
                 return []
             found.append(backward)
-        return sorted(found, key=lambda e: -e.order)
+        return facts.in_walk_order(found)[::-1]

@@ -251,9 +251,9 @@ class UnscaledBackward(Rule):
         function = facts.callgraph.function_of(backward.ctx.scope)
         if function is None or receiver is None or receiver not in function.params:
             return None
-        if any(a.ctx.order < backward.order for a in facts.assignments_to(receiver, backward.ctx.scope)
+        if any(facts.control_flow.reaches(a.ctx, backward.ctx) for a in facts.assignments_to(receiver, backward.ctx.scope)
                if a.ctx.scope is backward.ctx.scope):
-            return None  # reassigned first: the function computes it
+            return None  # reassigned on the way: the function computes it
         name = function.node.name.value
         out = _Callers(name, public=not name.startswith("_") and function.ctx.scope.kind != "function")
         sites = facts.callgraph.callers_of(function)

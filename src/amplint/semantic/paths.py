@@ -133,7 +133,10 @@ class PathQueries:
         ``correlate_only(text)`` limits the tests followed to those the value depends on (the
         others cannot change what arrives, only multiply the states).
         """
-        correlated = {t for t in self._correlated if correlate_only is None or correlate_only(t)}
+        # Across passes every test is met again: one written once still takes, on the next pass,
+        # the value it took unless something it reads was assigned in between.
+        tests = {key[0] for key in self._keys.values()} if across_iterations else self._correlated
+        correlated = {t for t in tests if correlate_only is None or correlate_only(t)}
         return self._carry(start, transfer, across_iterations, correlated)
 
     def _carry(self, start, transfer, across_iterations: bool, correlated: set[str]) -> "Propagation | None":
