@@ -75,9 +75,17 @@ class DeprecatedAmpApi(Rule):
     An import whose names no reported use points back to is reported itself: a name that is not used
     in the file (a re-export), or that is also bound by a stand-in (`class GradScaler: ...` in the
     `except` arm, `GradScaler = None` in the `else` of a version gate). Code that keeps the old name
-    only where the new one is missing is left alone: the `except` arm of a `try` that uses or imports
-    the `torch.amp` name, the branch of an `if` whose other branch does, and the branch an
-    `if hasattr(torch.amp, "GradScaler")` (or `if not hasattr(...)`) takes when the name is missing.
+    only where the new one is missing is left alone: the arm of a `try` that uses or imports the
+    `torch.amp` name which catches a missing API (`except (ImportError, AttributeError, TypeError)`,
+    `except Exception` or a bare `except`); the branch of an `if`/`elif` chain or conditional
+    expression whose other branch uses the new name, when one of the chain's tests asks which torch
+    this is (`hasattr` on `torch` or one of its modules, `torch.__version__`, a version comparison
+    or a name that says it is one, `TORCH_2_4`, `is_torch_version(...)`, or a name this file assigns
+    from such a test); and the branch an `if hasattr(torch.amp, "GradScaler")` (or
+    `if not hasattr(...)`) takes when the name is missing. An arm of a device or precision dispatch
+    (`if t.device.type == "cpu":`, `if torch.cuda.is_available():`, `if precision == "fp16":`) is
+    reported even when another arm uses the new name: every arm of it runs on a current torch, and
+    so does the `except RuntimeError:` retry of a `try`.
 
     ## Fix safety
     The fix is safe: it inserts the device type the old class hard-coded and turns positional
