@@ -163,3 +163,49 @@ def test_project_analysis_key_and_no_project_flag(tmp_path):
     assert run("--no-project").returncode == 0
     (project / "amplint.toml").write_text("project-analysis = false\n")
     assert run().returncode == 0
+
+
+def test_a_checkpointer_subclass_and_a_forwarding_saver_in_other_modules(tmp_path):
+    # dinov2: a subclass of fvcore's Checkpointer in the package, built with the optimizer only;
+    # icefall: the recipe's own save_checkpoint hands its parameters to the library's, whose
+    # entries are ``x.state_dict() if x is not None else None``; the call leaves the scaler out.
+    package = tmp_path / "lib"
+    package.mkdir()
+    (package / "__init__.py").write_text(
+        "import torch\nfrom fvcore.common.checkpoint import Checkpointer\n\n\n"
+        "class RankCheckpointer(Checkpointer):\n    def save(self, name, **extra):\n"
+        "        torch.save({k: v.state_dict() for k, v in self.checkpointables.items()}, name)\n"
+    )
+    (package / "checkpoint.py").write_text(
+        "import torch\n\n\ndef save_checkpoint(filename, model, optimizer=None, scaler=None):\n"
+        "    torch.save({'model': model.state_dict(),\n"
+        "                'optimizer': optimizer.state_dict() if optimizer is not None else None,\n"
+        "                'grad_scaler': scaler.state_dict() if scaler is not None else None}, filename)\n"
+    )
+    (tmp_path / "train.py").write_text(
+        "import torch\nfrom lib import RankCheckpointer\nfrom lib.checkpoint import save_checkpoint as save_checkpoint_impl\n\n\n"
+        "def save_checkpoint(out, model, optimizer=None, scaler=None):\n"
+        "    save_checkpoint_impl(f'{out}/last.pt', model=model, optimizer=optimizer, scaler=scaler)\n\n\n"
+        "def run(cfg, model, loader):\n"
+        "    optimizer = torch.optim.AdamW(model.parameters())\n"
+        "    scaler = torch.amp.GradScaler('cuda', enabled=cfg.fp16)\n"
+        "    checkpointer = RankCheckpointer(model, cfg.out, optimizer=optimizer)\n"
+        "    for batch in loader:\n"
+        "        with torch.autocast('cuda', enabled=cfg.fp16):\n"
+        "            loss = model(batch)\n"
+        "        scaler.scale(loss).backward()\n"
+        "        scaler.step(optimizer)\n"
+        "        scaler.update()\n"
+        "    save_checkpoint(cfg.out, model, optimizer=optimizer)\n"
+        "    checkpointer.save('last')\n\n\n"
+        "def finish(cfg, model, optimizer, scaler):\n"
+        "    scaler.update()\n"
+        "    save_checkpoint(cfg.out, model, optimizer=optimizer, scaler=scaler)\n"
+        "    RankCheckpointer(model, cfg.out, optimizer=optimizer, scaler=scaler).save('final')\n"
+    )
+    settings = Settings(select=("AMP006",), root=str(tmp_path))
+    results = {r.filename: r for r in run_jobs(_jobs(tmp_path, settings), 1)}
+    found = results["train.py"].findings
+    assert [f.location.row for f in found] == [13, 20]
+    assert "`RankCheckpointer` in lib/__init__.py" in found[0].message
+    assert "`save_checkpoint` (line 6) is called without its `scaler` argument" in found[1].message

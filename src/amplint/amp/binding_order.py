@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
+
+import amplint.semantic.syntax as S
 
 
 def may_be_bound_at(facts: Any, name: str, site: Any) -> bool:
@@ -78,3 +81,25 @@ def _built_by_every_caller(facts: Any, function: Any, assignments: list) -> bool
         if not any(flow.dominates(a.ctx, site.ctx) for a in own) or any(flow.reaches(site.ctx, a.ctx) for a in own):
             return False
     return True
+
+
+def may_be_none_where_used(facts: Any, name: str, ctx: Any) -> bool:
+    """The function of ``ctx`` shows that ``name`` may be ``None``: it tests ``name is None`` /
+    ``name is not None``, or ``name`` is a parameter that a caller in this file passes ``None``
+    (or a name assigned ``None``: ``scaler = GradScaler() if amp else None``)."""
+    tested = re.compile(rf"(?<![\w.]){re.escape(name)}\s+is\s+(?:not\s+)?None\b")
+    for statement, if_ctx in facts.records.if_statements:
+        if if_ctx.scope is ctx.scope and tested.search(facts.code(statement.test)):
+            return True
+    function = facts.callgraph.function_of(ctx.scope)
+    if function is None or name not in function.params:
+        return False
+    for value, scope in facts.values.parameter_values(function, name) or ():
+        if S.may_be_none(value):
+            return True
+        passed = S.dotted(value)
+        if passed is not None and "." not in passed and any(
+            a.value is None or S.may_be_none(a.value) for a in facts.assignments_to(passed, scope)
+        ):
+            return True
+    return False

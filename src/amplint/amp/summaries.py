@@ -16,6 +16,7 @@ the calls a summary records, so its summary is its signature alone.
 from __future__ import annotations
 
 import unicodedata
+from dataclasses import replace
 
 import libcst as cst
 
@@ -56,7 +57,48 @@ def module_summary(facts, outline: Outline) -> ModuleSummary:
     scaler_classes = tuple(
         name for name, methods in outline.classes if any(by_name[m].constructs_scaler for m in methods if m in by_name)
     )
+    functions.extend(_library_subclasses(facts, outline, by_name))
     return ModuleSummary(tuple(functions), outline.imports, scaler_classes, outline.defined)
+
+
+def _library_subclasses(facts, outline: Outline, by_name: dict) -> list[FunctionSummary]:
+    """A top-level class that subclasses a library checkpointer (fvcore's ``Checkpointer``)
+    without an ``__init__`` of its own is built as that checkpointer is: the library's summary,
+    under the class's name (dinov2's ``FSDPCheckpointer(model, save_dir, optimizer=optimizer)``)."""
+    from amplint.amp.checkpoint_libraries import LIBRARY_HELPERS
+
+    out = []
+    methods = dict(outline.classes)
+    for scope in facts.scopes:
+        node = scope.node
+        if scope.kind != "class" or scope.parent is None or scope.parent.kind != "module" or not isinstance(node, cst.ClassDef):
+            continue
+        name = _identifier(node.name.value)
+        if name not in methods or f"{name}.__init__" in methods[name] or name in by_name:
+            continue
+        bases = [facts.bindings.qualname(base.value, scope.parent) for base in node.bases if base.keyword is None]
+        found = [LIBRARY_HELPERS[b][1] for b in bases if b in LIBRARY_HELPERS]
+        if found:
+            out.append(replace(found[0], name=name, line=facts.position(node.name).start.line))
+    return out
+
+
+def nested_function_summary(facts, function) -> FunctionSummary:
+    """The summary of a function defined inside another function (``def save_ckp(state, path)``
+    nested in ``main()``), which no outline lists: its signature is read from its own ``def``."""
+    node = function.node
+    parameters = node.params
+    positional = (*parameters.posonly_params, *parameters.params)
+    star = parameters.star_arg
+    signature = Signature(
+        name=_identifier(node.name.value), line=facts.position(node.name).start.line,
+        params=tuple(_identifier(p.name.value) for p in positional),
+        keyword_only=tuple(_identifier(p.name.value) for p in parameters.kwonly_params),
+        vararg=_identifier(star.name.value) if isinstance(star, cst.Param) else None,
+        varkw=_identifier(parameters.star_kwarg.name.value) if isinstance(parameters.star_kwarg, cst.Param) else None,
+        defaults=tuple(_identifier(p.name.value) for p in (*positional, *parameters.kwonly_params) if p.default is not None),
+    )
+    return _Reader(facts, signature, function).summary()
 
 
 def _parsed_functions(facts, outline: Outline) -> dict[tuple[str, int], object]:
@@ -282,7 +324,10 @@ class _Reader:
 
     @staticmethod
     def _state_owner(value: cst.CSTNode | None) -> str | None:
-        """``x`` for ``x.state_dict()``, ``x`` for a bare name or attribute ``x``."""
+        """``x`` for ``x.state_dict()``, ``x`` for a bare name or attribute ``x``, and for
+        ``x.state_dict() if x is not None else None`` (either arm ``None``)."""
+        if isinstance(value, cst.IfExp) and S.is_none(value.orelse) != S.is_none(value.body):
+            value = value.body if S.is_none(value.orelse) else value.orelse
         if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and _identifier(value.func.attr.value) == "state_dict":
             return _dotted(value.func.value)
         return _dotted(value) if value is not None else None

@@ -40,9 +40,14 @@ class ScalerStateNotCheckpointed(Rule):
     - checkpoint helpers, in the same file or in another module of the project
       (`save_checkpoint(model, optimizer, epoch, path)` from `utils.py`), methods of a saver object
       of a class of this file (`saver = CheckpointSaver(...); saver.save_model(model, optimizer)`), and the checkpointers of
-      timm (`CheckpointSaver`, `resume_checkpoint`) and fvcore/detectron2 (`Checkpointer`), called
-      with the optimizer but not the scaler; a dict handed to a helper that saves it as it is
-      (`save_checkpoint(state, is_best)`, `save_on_master(...)`) is checked like a `torch.save`.
+      timm (`CheckpointSaver`, `resume_checkpoint`) and fvcore/detectron2 (`Checkpointer`, and a
+      subclass of one without an `__init__` of its own), called with the optimizer but not the
+      scaler; a dict handed to a helper that saves it as it is (`save_checkpoint(state, is_best)`,
+      `save_on_master(...)`, a pass-through `def save_ckp(state, path)` nested in `main()`) is
+      checked like a `torch.save`. A helper of this file that only hands its parameters on to
+      another (`save_checkpoint(params, model, optimizer=None, scaler=None)` calling the library's
+      `save_checkpoint(..., scaler=scaler)`) is read as the one it calls, and an entry
+      `optimizer.state_dict() if optimizer is not None else None` saves the optimizer.
 
     On the resume side it finds code that restores the optimizer (`optimizer.load_state_dict(...)`,
     or a loader helper) but never the scaler, and a scaler restored from a key
