@@ -209,3 +209,36 @@ def test_a_checkpointer_subclass_and_a_forwarding_saver_in_other_modules(tmp_pat
     assert [f.location.row for f in found] == [13, 20]
     assert "`RankCheckpointer` in lib/__init__.py" in found[0].message
     assert "`save_checkpoint` (line 6) is called without its `scaler` argument" in found[1].message
+
+
+def test_an_autocast_helper_of_another_module_gives_its_dtype(tmp_path):
+    # icefall: ``from icefall.utils import torch_autocast`` (a @contextmanager yielding inside
+    # torch.amp.autocast(device_type=device_type, **kwargs)); an LM trainer with no GradScaler at
+    # all backpropagates and steps under it. The file mentions no scaler: it asks about the
+    # import because it is named like an autocast helper.
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "__init__.py").write_text("")
+    (tmp_path / "lib" / "utils.py").write_text(
+        "from contextlib import contextmanager\n\nimport torch\n\n\n@contextmanager\n"
+        "def torch_autocast(device_type='cuda', **kwargs):\n"
+        "    with torch.amp.autocast(device_type=device_type, **kwargs):\n        yield\n\n\n"
+        "@contextmanager\ndef bf16_autocast(enabled=True):\n"
+        "    with torch.amp.autocast('cuda', dtype=torch.bfloat16, enabled=enabled):\n        yield\n"
+    )
+    (tmp_path / "train_lm.py").write_text(
+        "import torch\nfrom lib.utils import bf16_autocast, torch_autocast\n\n\n"
+        "def train_one_epoch(params, model, optimizer, loader):\n"
+        "    for batch in loader:\n"
+        "        with torch_autocast(enabled=params.use_fp16):\n            loss = model(batch)\n"
+        "        loss.backward()\n        optimizer.step()\n        optimizer.zero_grad()\n\n\n"
+        "def train_bf16(model, optimizer, loader):\n"
+        "    for batch in loader:\n"
+        "        with bf16_autocast():\n            loss = model(batch)\n"
+        "        loss.backward()\n        optimizer.step()\n"
+    )
+    settings = Settings(select=("AMP013",), root=str(tmp_path))
+    results = {r.filename: r for r in run_jobs(_jobs(tmp_path, settings), 1)}
+    assert [(f.code, f.location.row) for f in results["train_lm.py"].findings] == [("AMP013", 9)]
+    isolated = Settings(select=("AMP013",), root=str(tmp_path), project_analysis=False)
+    results = {r.filename: r for r in run_jobs(_jobs(tmp_path, isolated), 1)}
+    assert results["train_lm.py"].findings == []  # without the project the dtype is not known

@@ -16,10 +16,11 @@ the calls a summary records, so its summary is its signature alone.
 from __future__ import annotations
 
 import unicodedata
-from dataclasses import replace
 
 import libcst as cst
 
+from amplint.amp.autocast_helpers import helper_autocast
+from amplint.amp.checkpoint_libraries import library_subclasses
 from amplint.amp.checkpoint_shapes import RECORD_TO_DICT, names_optimizer_state, names_scaler_state
 import amplint.semantic.syntax as S
 from amplint.project.outline import Outline, Signature
@@ -57,30 +58,8 @@ def module_summary(facts, outline: Outline) -> ModuleSummary:
     scaler_classes = tuple(
         name for name, methods in outline.classes if any(by_name[m].constructs_scaler for m in methods if m in by_name)
     )
-    functions.extend(_library_subclasses(facts, outline, by_name))
+    functions.extend(library_subclasses(facts, dict(outline.classes), by_name))
     return ModuleSummary(tuple(functions), outline.imports, scaler_classes, outline.defined)
-
-
-def _library_subclasses(facts, outline: Outline, by_name: dict) -> list[FunctionSummary]:
-    """A top-level class that subclasses a library checkpointer (fvcore's ``Checkpointer``)
-    without an ``__init__`` of its own is built as that checkpointer is: the library's summary,
-    under the class's name (dinov2's ``FSDPCheckpointer(model, save_dir, optimizer=optimizer)``)."""
-    from amplint.amp.checkpoint_libraries import LIBRARY_HELPERS
-
-    out = []
-    methods = dict(outline.classes)
-    for scope in facts.scopes:
-        node = scope.node
-        if scope.kind != "class" or scope.parent is None or scope.parent.kind != "module" or not isinstance(node, cst.ClassDef):
-            continue
-        name = _identifier(node.name.value)
-        if name not in methods or f"{name}.__init__" in methods[name] or name in by_name:
-            continue
-        bases = [facts.bindings.qualname(base.value, scope.parent) for base in node.bases if base.keyword is None]
-        found = [LIBRARY_HELPERS[b][1] for b in bases if b in LIBRARY_HELPERS]
-        if found:
-            out.append(replace(found[0], name=name, line=facts.position(node.name).start.line))
-    return out
 
 
 def nested_function_summary(facts, function) -> FunctionSummary:
@@ -198,6 +177,8 @@ class _Reader:
             saved_params=tuple(sorted(self.saved_params)), saved_whole=tuple(sorted(self.saved_whole)),
             restored_params=tuple(sorted(self.restored_params)), scaler_params=tuple(sorted(self.scaler_params)),
             saves=tuple(save for _, save in sorted(self.saves, key=lambda pair: pair[0])), **self.flags,
+            autocast=helper_autocast(self.facts, self.function)
+            if self.function is not None and id(self.function.scope) in self.facts.autocast.returning_scopes else None,
         )
 
     def _line(self, node: cst.CSTNode) -> int:
