@@ -242,3 +242,53 @@ def test_an_autocast_helper_of_another_module_gives_its_dtype(tmp_path):
     isolated = Settings(select=("AMP013",), root=str(tmp_path), project_analysis=False)
     results = {r.filename: r for r in run_jobs(_jobs(tmp_path, isolated), 1)}
     assert results["train_lm.py"].findings == []  # without the project the dtype is not known
+
+
+STARS = Path(__file__).resolve().parents[1] / "fixtures" / "projects" / "star_imports"
+
+
+def test_a_name_only_a_star_import_binds_resolves_as_that_module_binds_it():
+    # torch-ngp: tensoRF/utils.py gets torch only from ``from nerf.utils import *``.
+    settings = Settings(select=("AMP001",), root=str(STARS))
+    jobs = [Job(str(path), settings, display=path.relative_to(STARS).as_posix()) for path in sorted(STARS.rglob("*.py"))]
+    results = {r.filename: r for r in run_jobs(jobs, 1)}
+    for name, result in results.items():
+        lines = (STARS / name).read_text().splitlines()
+        planted = [n for n, line in enumerate(lines, start=1) if "# expect: AMP001" in line]
+        assert sorted(f.noqa_row for f in result.findings) == planted, name
+    assert all(f.fix is not None for f in results["apps/field_trainer.py"].findings)
+    isolated = Settings(select=("AMP001",), root=str(STARS), project_analysis=False)
+    (alone,) = run_jobs([Job(str(STARS / "apps" / "field_trainer.py"), isolated, display="f.py")], 1)
+    assert alone.findings == []  # one file alone cannot show what the star import binds
+
+
+def test_what_a_star_import_binds_is_read_from_the_module(tmp_path):
+    from amplint.project.stars import star_exports
+
+    module = tmp_path / "m.py"
+    module.write_text("import os\nimport torch.nn as nn\nimport torch.distributed\nfrom torch.utils.data import Dataset\n"
+                      "from . import sibling\nimport numpy as _np\nimport yaml\nyaml = None\n")
+    assert star_exports(module) == [["Dataset", "torch.utils.data.Dataset"], ["nn", "torch.nn"], ["os", "os"], ["torch", "torch"]]
+    module.write_text("import torch\n__all__ = ['torch']\nimport os\n")
+    assert star_exports(module) == [["torch", "torch"]]
+    module.write_text("import torch\n__all__ = names()\n")
+    assert star_exports(module) is None
+    module.write_text("import torch\nfrom other import *\n")
+    assert star_exports(module) is None
+
+
+def test_a_cached_result_is_not_reused_once_the_star_imported_module_changes(tmp_path):
+    project = tmp_path / "project"
+    shutil.copytree(STARS, project)
+    cache_dir = str(tmp_path / "cache")
+    settings = Settings(select=("AMP001",), root=str(project))
+    target = project / "apps" / "field_trainer.py"
+
+    def findings():
+        (result,) = run_jobs([Job(str(target), settings, display="field_trainer.py", cache_dir=cache_dir)], 1)
+        return len(result.findings)
+
+    assert findings() == 2 and findings() == 2
+    trainer = project / "base" / "trainer.py"
+    trainer.write_text(trainer.read_text().replace("import torch\n", "try:\n    import torch\nexcept ImportError:\n    torch = None\n", 1))
+    assert findings() == 0
