@@ -62,12 +62,16 @@ from amplint.semantic.model import SemanticModel
 
 
 class FileFacts(SemanticModel):
-    def __init__(self, module: cst.Module, positions: dict[cst.CSTNode, CodeRange], path: str, settings=None):
+    def __init__(self, module: cst.Module, positions: dict[cst.CSTNode, CodeRange], path: str, settings=None,
+                 project_context=None):
         self.settings = settings
         # What the run's ``# noqa`` directives suppressed, for the rules that run last; the
         # engine sets it (:class:`~amplint.noqa.SuppressionLog`).
         self.suppressions = None
-        super().__init__(module, positions, path)
+        # A name the file never binds, which a ``from pkg.mod import *`` of the project binds
+        # (``torch``), resolves as that binding: the deferred project context answers.
+        star_target = getattr(project_context, "star_target", None)
+        super().__init__(module, positions, path, star_names=star_target)
         self.autocast = AutocastFacts(self)
         self.named_autocast = NamedAutocastFacts(self)
         self.scaling = ScalerFacts(self)
