@@ -188,7 +188,7 @@ class ScalerFacts:
                 return other.scaler
         if event.kind is K.BACKWARD and event.receiver is not None:
             for assignment in self.facts.assignments_to(event.receiver, event.ctx.scope):
-                if assignment.ctx.order >= event.order or assignment.value is None:
+                if assignment.value is None or not self._may_reach(assignment.ctx, event.ctx):
                     continue
                 for other in self.facts.timeline.events_by_scope.get(assignment.ctx.scope, []):
                     if other.kind is K.SCALE and self.facts.tree.contains(assignment.value, other.call):
@@ -199,6 +199,11 @@ class ScalerFacts:
         """Every construction of the scaler ``key`` in this file passes ``enabled=False``."""
         info = self.scalers.get(key) if key is not None else None
         return info is not None and info.provably_disabled
+
+    def _may_reach(self, a: Context, b: Context) -> bool:
+        """``a`` may run before ``b``: on a path of their function, or, in different scopes (a
+        module-level assignment read in a function), always."""
+        return self.facts.control_flow.reaches(a, b) if a.scope is b.scope else True
 
     def optimizer_rebound_per_pass(self, *events: Event) -> bool:
         """A loop around one of ``events`` rebinds their optimizer (``for opt in optimizers:
@@ -235,9 +240,7 @@ class ScalerFacts:
         """A thrown-away ``scaler.scale(x)`` statement runs before ``x.backward()``, on its path."""
         target = self.tensor_text(backward.call.func.value)
         for event in self.facts.timeline.events_by_scope.get(backward.ctx.scope, []):
-            if event.order >= backward.order:
-                break
-            if event.kind is EventKind.SCALE and event.site.is_expression_statement and self.facts.tree.on_path(event.ctx, backward.ctx):
+            if event.kind is EventKind.SCALE and event.site.is_expression_statement and self.facts.control_flow.reaches(event.ctx, backward.ctx):
                 args = S.positional_args(event.call)
                 if args and self.tensor_text(args[0].value) == target:
                     return True
