@@ -50,7 +50,8 @@ class ScalerStateNotCheckpointed(Rule):
       `optimizer.state_dict() if optimizer is not None else None` saves the optimizer.
 
     On the resume side it finds code that restores the optimizer (`optimizer.load_state_dict(...)`,
-    or a loader helper) but never the scaler, and a scaler restored from a key
+    or a loader helper) but never the scaler, including a resume that runs before the scaler is
+    built (yolov5's `smart_resume`: the state is lost all the same), and a scaler restored from a key
     (`scaler.load_state_dict(ckpt["scaler"])`) that no checkpoint saved in the file or the modules
     it imports ever writes.
 
@@ -344,12 +345,14 @@ class ScalerStateNotCheckpointed(Rule):
     def _check_helper(self, helper: HelperCheckpoint) -> Violation | None:
         site, callee = helper.site, helper.callee
         scalers = list(helper.scalers)
-        if helper.side != "save":
-            # A resume before the scaler exists (yolov5 builds it after smart_resume) could not
-            # have restored it: the checkpoint's save side is where the state is missing.
-            scalers = [s for s in scalers if may_be_bound_at(self.facts, s, site)]
-            if not scalers:
-                return None
+        if helper.side != "save" and not any(may_be_bound_at(self.facts, s, site) for s in scalers):
+            # The resume runs before the scaler is built (yolov5 builds it after smart_resume): the
+            # state is lost all the same, but no restore can go here until the scaler moves up.
+            names = ", ".join(f"`{s}`" for s in scalers)
+            return self.violation(site.node, (
+                f"{callee.where} restores the optimizer state it is handed but the GradScaler ({names}) is built only "
+                "after this resume, so its state is never restored: the resumed run restarts at scale 65536 and skips steps"
+            ), fix=NoFix("build the GradScaler before the resume, then restore its state there"))
         if helper.whole is not None:
             checkpoint = self.facts.checkpoints.checkpoint_value(helper.whole, site.ctx)
             if checkpoint is None:

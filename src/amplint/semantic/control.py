@@ -80,6 +80,16 @@ class ControlFlow:
             and self.reaches_avoiding(c, b, [other for other in candidates if other is not c])
         ]
 
+    def reaching_assignments(self, name: str, ctx: Context) -> list:
+        """The assignments to the dotted ``name`` in ``ctx``'s function whose value ``name`` may
+        still hold at ``ctx``: each runs before it on some feasible path with no other assignment
+        to ``name`` in between (one iteration; a name only assigned in another scope has none)."""
+        candidates = [a for a in self._model.assignments_to(name, ctx.scope) if a.ctx.scope is ctx.scope and name in a.targets]
+        if not candidates:
+            return []
+        reaching = {id(c) for c in self.last_before([a.ctx for a in candidates], ctx)}
+        return [a for a in candidates if id(a.ctx) in reaching]
+
     def pass_may_skip(self, loop: cst.For | cst.While, ctx: Context) -> bool:
         """A pass through ``loop`` may end early (its own ``continue`` or ``break``) before ``ctx``
         runs; ``True`` when the graph cannot tell."""
