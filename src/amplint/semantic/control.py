@@ -39,7 +39,12 @@ class ControlFlow:
         paths, x, y = pair
         if x is y:
             return a.order < b.order or (across_iterations and paths.reaches(x, x, across_iterations=True))
-        return paths.reaches(x, y, across_iterations)
+        return paths.reaches(x, y, across_iterations, focus=self._tests_around(a) | self._tests_around(b))
+
+    def _tests_around(self, ctx: Context) -> frozenset[str]:
+        """The texts of the ``if``/``while`` tests around a place."""
+        nodes = (*(b.node for b in ctx.branches), *(loop.node for loop in ctx.loops))
+        return frozenset(self._test_key(n.test)[0] for n in nodes if getattr(n, "test", None) is not None)
 
     def reaches_avoiding(self, a: Context, b: Context, avoid: list[Context]) -> bool:
         """``b`` can run after ``a`` in one iteration without any of ``avoid`` running between them."""

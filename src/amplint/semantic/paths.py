@@ -52,17 +52,36 @@ class PathQueries:
         self._correlated = {text for text, count in counts.items() if count > 1}
         self._arrivals: dict[int, set[Assumptions]] | None = None
         self._reached: dict[tuple[int, bool], set[int]] = {}
+        self._overflowed: set[tuple[int, bool]] = set()  # starts whose correlated search passed MAX_STATES
+        self._reached_focused: dict[tuple[int, bool, frozenset[str]], set[int] | None] = {}
         self._predecessors: dict[int, list[object]] | None = None
         self._within_iteration: dict[int, list[Edge]] = {}
 
     # -- the questions
-    def reaches(self, a: object, b: object, across_iterations: bool = False) -> bool:
-        """A feasible path leaves ``a`` and arrives at ``b``."""
+    def reaches(self, a: object, b: object, across_iterations: bool = False, focus: frozenset[str] = frozenset()) -> bool:
+        """A feasible path leaves ``a`` and arrives at ``b``.
+
+        ``focus``: the texts of the tests around the two places. When following every repeated
+        test would pass too many states (a long ``main()`` testing dozens of flags twice), the
+        search is made again following only these, rather than none.
+        """
         key = (id(a), across_iterations)
         reached = self._reached.get(key)
         if reached is None:  # one walk per start answers every target: rules ask many of one place
             reached = self._reached[key] = {id(node) for node, _ in self._search(a, across_iterations)}
+        if id(b) in reached and key in self._overflowed and focus & self._correlated:
+            focused = (id(a), across_iterations, focus)
+            if focused not in self._reached_focused:
+                self._reached_focused[focused] = self._focused_reach(a, across_iterations, self._correlated & focus)
+            found = self._reached_focused[focused]
+            return found is None or id(b) in found
         return id(b) in reached
+
+    def _focused_reach(self, a: object, across_iterations: bool, correlated: set[str]) -> set[int] | None:
+        arrivals = self._walk(ENTRY, [frozenset()], False, (), False, correlate=True, correlated=correlated)
+        starts = {self._after(a, assumed) for node, assumed in arrivals or () if node is a} or {frozenset()}
+        states = self._walk(a, list(starts), across_iterations, (), False, correlate=True, correlated=correlated)
+        return None if states is None else {id(node) for node, _ in states}
 
     def reaches_avoiding(self, a: object, b: object, avoid: Iterable[object], across_iterations: bool = False) -> bool:
         """A feasible path leaves ``a`` and arrives at ``b`` without passing any of ``avoid``."""
@@ -181,6 +200,7 @@ class PathQueries:
             states = self._walk(start, starts, across_iterations, stop, ends, correlate=True)
             if states is not None:
                 return states
+            self._overflowed.add((id(start), across_iterations))
         return self._walk(start, [frozenset()], across_iterations, stop, ends, correlate=False) or []
 
     def _states_at(self, node: object) -> list[Assumptions]:
@@ -195,7 +215,7 @@ class PathQueries:
         # Unreachable from the entry (after ``while True`` with no break): nothing is known there.
         return list(found) if found else [frozenset()]
 
-    def _walk(self, start, starts: list[Assumptions], across_iterations, stop, ends, correlate):
+    def _walk(self, start, starts: list[Assumptions], across_iterations, stop, ends, correlate, correlated=None):
         seen: set[tuple[int, Assumptions]] = set()
         out: list[tuple[object, Assumptions]] = []
         stops = {id(node) for node in stop}
@@ -203,7 +223,7 @@ class PathQueries:
         while stack:
             node, assumed = stack.pop()
             for edge in self._edges_from(node, across_iterations):
-                taken = self._take(edge, assumed) if correlate else assumed
+                taken = self._take(edge, assumed, correlated) if correlate else assumed
                 if taken is None:
                     continue
                 target = edge.target
