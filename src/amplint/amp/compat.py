@@ -180,10 +180,31 @@ class CompatFacts:
                     continue
                 if self.is_compat_fallback(record.node, record.ctx, NEW_API.__contains__):
                     continue
+                if self._probes_for_import(record, bound):
+                    continue
                 others = [b for b in self.facts.bindings.bindings_of(bound, record.scope) if not b.is_import]
                 line = self.facts.position(others[0].node).start.line if others else None
                 out.append(DeprecatedImport(record, alias, bound, API.canonical(target), new, line))
         return out
+
+    def _probes_for_import(self, record, bound: str) -> bool:
+        """``try: import torch.cuda.amp as amp / return True / except ModuleNotFoundError: return False``
+        inside a function: a local name bound by nothing else and read nowhere, in a ``try`` that
+        catches the import failing, only asks whether this torch has the module (importing a
+        module warns about nothing). At module level the name may be imported by another module."""
+        if record.scope.kind != "function":
+            return False
+        if any(not b.is_import for b in self.facts.bindings.bindings_of(bound, record.scope)):
+            return False
+        if any(ref.parts[0] == bound for ref in self.facts.references):
+            return False
+        for branch in record.ctx.branches:
+            if isinstance(branch.node, cst.Try) and branch.part == "body":
+                for handler in branch.node.handlers:
+                    caught = self.facts.code(handler.type) if handler.type is not None else "ImportError"
+                    if "ImportError" in caught or "ModuleNotFoundError" in caught or caught in ("Exception", "BaseException"):
+                        return True
+        return False
 
     def hasattr_probe(self, test: cst.BaseExpression, scope) -> tuple[cst.Call, str, bool] | None:
         """``test`` is ``hasattr(X, "name")`` or ``not hasattr(X, "name")``: the call, the
