@@ -6,7 +6,7 @@ The snapshots are not downloadable from a package registry, so this script does 
 extract each listed commit of each repository into DIR/OWNER+REPO (for example with
 ``git archive <commit> | tar -x -C DIR/huggingface+peft``), then run
 
-    python bench/snapshot_review.py DIR [--select AMP019,AMP020,...]
+    python bench/snapshot_review.py DIR [--select AMP019,AMP020,...] [--verdicts FILE] [--only OWNER/REPO,...]
 
 It prints, per rule, the findings now and how they stand against the verdicts, and each finding
 no verdict covers. A snapshot folder that is missing is named and left out of the count.
@@ -50,12 +50,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--select", default=",".join(f"AMP0{n}" for n in range(19, 28)),
                         help="the rules to count (default: the framework rules, AMP019-AMP029, which the verdicts cover)")
     parser.add_argument("--verdicts", type=Path, default=VERDICTS)
+    parser.add_argument("--only", default="",
+                        help="comma-separated OWNER/REPO names: lint and count only these snapshots")
     args = parser.parse_args(argv)
     review = verdicts.load(args.verdicts)
     found: list[verdicts.Reported] = []
     packages: set[str] = set()
     counted = None if args.select == "ALL" else set(args.select.split(","))
+    only = {name for name in args.only.split(",") if name}
     for repository, snapshot in review["snapshots"].items():
+        if only and repository not in only:
+            continue
         root = args.folder / folder_name(repository)
         if not root.is_dir():
             print(f"missing: {root} ({repository} at {snapshot['commit']})")

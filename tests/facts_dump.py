@@ -96,10 +96,7 @@ def dump(facts: FileFacts) -> dict[str, Any]:
         "bindings": bindings,
         "summaries": _summaries(facts),
         "paths": _paths(facts),
-        "updates_on_path": {
-            f"{e.kind}@{_line(facts, e.call)}": sorted(_line(facts, u.call) for u in facts.scaling.scaler_updates_on_path(e))
-            for e in facts.timeline.events if getattr(e.kind, "value", e.kind) in ("scale_backward", "scaler_step")
-        },
+        "protocol": _protocol(facts),
     }
 
 
@@ -128,6 +125,29 @@ def _paths(facts: FileFacts) -> dict[str, list[str]]:
                 ) if holds]
                 pairs.append(f"{a.kind}@{_line(facts, a.call)} -> {b.kind}@{_line(facts, b.call)}: {' '.join(said) or '-'}")
         out[scope] = pairs
+    return out
+
+
+def _protocol(facts: FileFacts) -> dict[str, list[str]]:
+    """What the GradScaler protocol run says at each step event: the misuses it is on some path,
+    in one pass and only across passes (code, misuse, optimizer, the line that set the state)."""
+    import amplint.scaler_protocol as P
+
+    names = {id(value): name for name, value in vars(P).items() if isinstance(value, P.Misuse)}
+    out: dict[str, list[str]] = {}
+    for event in facts.timeline.events:
+        if getattr(event.kind, "value", event.kind) not in _STEP_KINDS:
+            continue
+        said = []
+        for label, across in (("", False), ("next pass: ", True)):
+            for found in facts.protocol.misuses_at(event, across_iterations=across):
+                witness = found.before.stage_by if found.misuse.code in ("AMP009", "AMP010") else found.before.grads_by
+                text = (f"{label}{found.misuse.code} {names[id(found.misuse)]} {found.optimizer or '*'}"
+                        + (f" (from {_line(facts, witness.call)})" if witness is not None else ""))
+                if text not in said and (not across or text.replace(label, "", 1) not in said):
+                    said.append(text)
+        if said:
+            out[f"{event.kind}@{_where(facts, event.call)}"] = sorted(said)
     return out
 
 

@@ -124,3 +124,71 @@ def test_no_fix_when_the_scaler_is_set_only_on_some_paths_before_the_call():
     code, found = _helper_findings(save=save)
     assert [v.code for v in found] == ["AMP006"]
     assert _fixed(code) == code
+
+
+_RESUMING_TRAINER = '''\
+import torch
+
+
+class Trainer:
+    def __init__(self, model, args):
+        self.model = model
+        self.args = args
+        self.optimizer = torch.optim.AdamW(model.parameters())
+{init}        self.init_checkpoint(args.path)
+
+    def init_checkpoint(self, path):
+        ckpt = torch.load(path)
+        self.model.load_state_dict(ckpt["model"])
+        if self.args.resume:
+            self.optimizer.load_state_dict(ckpt["optimizer_state_dict"])
+
+    def train(self, loader):
+{train}        for x in loader:
+            with torch.autocast("cuda"):
+                loss = self.model(x).mean()
+            self.scaler.scale(loss).backward()
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+'''
+
+
+def test_the_restore_fix_reads_a_scaler_built_before_the_resume_runs():
+    code = _RESUMING_TRAINER.format(init="        self.scaler = torch.amp.GradScaler(\"cuda\")\n", train="")
+    assert _fixed(code) == code.replace(
+        '            self.optimizer.load_state_dict(ckpt["optimizer_state_dict"])\n',
+        '            self.optimizer.load_state_dict(ckpt["optimizer_state_dict"])\n'
+        '            if "scaler_state_dict" in ckpt:\n'
+        '                self.scaler.load_state_dict(ckpt["scaler_state_dict"])\n',
+    )
+
+
+def test_no_restore_fix_for_a_scaler_built_after_the_resume():
+    # SAM-Med3D's shape: __init__ resumes, train() builds the scaler later (and would replace a
+    # restored one); an inserted self.scaler.load_state_dict would raise AttributeError.
+    code = _RESUMING_TRAINER.format(init="", train="        self.scaler = torch.amp.GradScaler(\"cuda\")\n")
+    (finding,) = lint_text(code, "t.py", SETTINGS).findings
+    assert finding.fix is None and "is set in `train` (line 18)" in finding.no_fix_reason
+    assert _fixed(code) == code
+    # __init__ builds it, but only after the call that resumes
+    late = code.replace('        self.init_checkpoint(args.path)\n',
+                        '        self.init_checkpoint(args.path)\n        self.scaler = torch.amp.GradScaler("cuda")\n')
+    late = late.replace('        self.scaler = torch.amp.GradScaler("cuda")\n        for x', '        for x')
+    (finding,) = lint_text(late, "t.py", SETTINGS).findings
+    assert finding.fix is None and "before it sets `self.scaler`" in finding.no_fix_reason
+    # built in __init__ and again in train(): the restored state would be thrown away
+    again = _RESUMING_TRAINER.format(init="        self.scaler = torch.amp.GradScaler(\"cuda\")\n",
+                                     train="        self.scaler = torch.amp.GradScaler(\"cuda\")\n")
+    (finding,) = lint_text(again, "t.py", SETTINGS).findings
+    assert finding.fix is None and "built again in `train`" in finding.no_fix_reason
+
+
+def test_the_restore_fix_stands_when_the_caller_builds_the_scaler_before_resuming():
+    # ultralytics' shape: _setup_train builds self.scaler, then calls resume_training.
+    code = _RESUMING_TRAINER.format(init="", train="").replace(
+        "        self.init_checkpoint(args.path)\n", "").replace(
+        "    def train(self, loader):\n",
+        "    def setup(self, path):\n        self.scaler = torch.amp.GradScaler(\"cuda\")\n        self.init_checkpoint(path)\n\n"
+        "    def train(self, loader):\n")
+    fixed = _fixed(code)
+    assert '                self.scaler.load_state_dict(ckpt["scaler_state_dict"])\n' in fixed

@@ -104,3 +104,19 @@ def test_snapshot_verdicts_name_listed_snapshots_and_reviewed_rules():
     for miss in review["misses"]:
         assert miss["package"] in snapshots and miss["rule"] in review["rules"], miss
         assert miss["why"].strip(), miss
+
+
+def test_round3_verdicts_name_listed_snapshots():
+    import snapshot_review
+
+    review = verdicts.load(BENCH / "round3-verdicts.json")
+    snapshots = {snapshot_review.package_key(repo, entry["commit"]) for repo, entry in review["snapshots"].items()}
+    assert len(review["snapshots"]) == 38
+    assert all(entry["domain"] and isinstance(entry["notes"], list) for entry in review["snapshots"].values())
+    for key in review["findings"]:
+        match = SNAPSHOT_KEY.match(key)
+        assert match, key
+        assert match["snapshot"] in snapshots, key
+        assert review["findings"][key]["why"].strip(), key
+    for miss in review["misses"]:
+        assert miss["package"] in snapshots and miss["why"].strip(), miss

@@ -80,3 +80,38 @@ def test_rewrite_import_refuses_a_statement_that_also_imports_names_that_stay():
     rewrite = rewrite_import(facts.imports[0], "autocast", torch_amp_location)
     assert rewrite.changes == {}
     assert rewrite.blocked == "`from torch.cuda.amp import ...` also imports other names: split the import by hand"
+
+
+def test_version_gates_are_told_from_device_and_precision_dispatch():
+    from amplint.amp.version_gates import is_version_gate
+
+    facts = FileFacts.from_source(dedent("""\
+        import torch
+        from packaging import version
+        from helpers import is_torch_version, _TORCH_GREATER_EQUAL_2_4
+
+        NEW = hasattr(torch.amp, "GradScaler")
+        OLD = version.parse(torch.__version__) < version.parse("2.4")
+        try:
+            from torch.amp import GradScaler
+            UNIFIED = True
+        except ImportError:
+            UNIFIED = False
+        ON_GPU = torch.cuda.is_available()
+
+        if NEW: pass
+        if OLD: pass
+        if UNIFIED: pass
+        if _TORCH_GREATER_EQUAL_2_4: pass
+        if device == "cuda" and is_torch_version(">=", "2.3"): pass
+        if hasattr(torch.cuda.amp, "custom_fwd"): pass
+        if ON_GPU: pass
+        if device == "cpu": pass
+        if torch.cuda.is_available(): pass
+        if precision == "16-mixed": pass
+        if hasattr(model, "module"): pass
+        if x.device.type == "mps" and torch.is_autocast_enabled("mps"): pass
+    """))
+    tests = [(statement.test, ctx) for statement, ctx in facts.records.if_statements]
+    verdicts = [is_version_gate(facts, test, ctx.scope) for test, ctx in tests]
+    assert verdicts == [True] * 6 + [False] * 6

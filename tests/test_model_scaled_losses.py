@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from textwrap import dedent
 
+import amplint.scaler_protocol as P
 from amplint.amp import EventKind, FileFacts
 
 
@@ -46,7 +47,7 @@ def test_discarded_scale_apart_from_its_backward():
     assert facts.scaling.discarded_scale_before(backward)
 
 
-def test_next_scaler_step_stops_where_gradients_are_cleared():
+def test_a_plain_backward_is_divided_by_the_next_step_until_gradients_are_cleared():
     facts = _facts("""\
         scaler = torch.amp.GradScaler("cuda")
         def step(loss, aux_loss):
@@ -54,10 +55,11 @@ def test_next_scaler_step_stops_where_gradients_are_cleared():
             scaler.step(optimizer)
             scaler.update()
             aux_loss.backward()
-            aux_optimizer.zero_grad()
+            optimizer.zero_grad()
             scaler.step(optimizer)
     """)
     first, second = _of(facts, EventKind.BACKWARD)
     steps = _of(facts, EventKind.SCALER_STEP)
-    assert facts.scaling.next_scaler_step(first) is steps[0]
-    assert facts.scaling.next_scaler_step(second) is None
+    [found] = facts.protocol.misuses_at(steps[0])
+    assert found.misuse is P.NEVER_SCALED and found.before.grads_by is first
+    assert facts.protocol.misuses_at(steps[1]) == []  # zero_grad cleared the second backward's gradients

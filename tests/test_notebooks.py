@@ -222,3 +222,32 @@ def test_a_package_manager_magic_without_a_percent_sign_is_ipython_not_a_syntax_
     cells = [c.source for c in nbformat.reads(path.read_text(), as_version=4).cells]
     assert cells[0] == "pip install accelerate peft\n" and cells[2] == "pip = 3\nprint(pip)\n"
     assert 'torch.amp.GradScaler("cuda")' in cells[1]
+
+
+def test_an_indented_cell_is_dedented_as_ipython_runs_it(tmp_path):
+    # IPython drops a cell's leading blank lines and takes the first line's indentation off every
+    # line that starts with it: `` !tts ...`` and a pasted indented block both run.
+    path = tmp_path / "nb.ipynb"
+    path.write_text(_notebook(
+        ' !tts --text "hello" \\\n      --out_path out.wav\n',
+        "\n  import torch\n  ctx = torch.cuda.amp.autocast()\n  note = '''\nkept as it is\n'''\n",
+        "import torch\n  x = 1\n",  # the first line is not indented: IPython does not dedent this one
+    ))
+    run = _amplint(tmp_path, "--output-format", "concise", "nb.ipynb")
+    assert "cell 1" not in run.stdout and "cell 2:3:9: AMP001" in run.stdout, run.stdout
+    assert "nb.ipynb:cell 3:2:" in run.stdout and "AMP000" in run.stdout  # a real unexpected indent
+    _amplint(tmp_path, "--fix", "nb.ipynb")
+    cells = [c.source for c in nbformat.reads(path.read_text(), as_version=4).cells]
+    assert cells[0] == ' !tts --text "hello" \\\n      --out_path out.wav\n'
+    assert cells[1] == "\n  import torch\n  ctx = torch.amp.autocast(\"cuda\")\n  note = '''\nkept as it is\n'''\n"
+    assert cells[2] == "import torch\n  x = 1\n"
+
+
+def test_lines_a_fix_adds_to_an_indented_cell_get_its_indentation():
+    from amplint.notebook import CodeCell, _python_lines, _reindent
+
+    cell = CodeCell(1, ["  scaler = make()\n", "  for x in data:\n", "      step(x)\n"])
+    lines, cell.magics = _python_lines(cell)
+    assert lines == ["scaler = make()\n", "for x in data:\n", "    step(x)\n"]
+    fixed = ["scaler = make()\n", "for x in data:\n", "    step(x)\n", "    scaler.update()\n", "\n"]
+    assert _reindent(fixed, cell) == [*cell.source, "      scaler.update()\n", "\n"]

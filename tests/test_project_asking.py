@@ -309,3 +309,20 @@ def test_the_call_pattern_reads_words_and_spaces_as_the_str_methods_do():
     every_character = "".join(map(chr, range(0x110000)))
     assert set(re.findall(r"\w", every_character)) == {char for char in every_character if char.isalnum() or char == "_"}
     assert set(re.findall(r"\s", every_character)) == {char for char in every_character if char.isspace()}
+
+
+def test_a_tree_outside_the_root_finds_its_packages_from_where_python_would(tmp_path):
+    """Run from another folder on an absolute path, a package's modules are searched from the
+    first folder above it without an ``__init__.py`` (its ``sys.path`` entry), so the answers do
+    not depend on the working directory."""
+    from amplint.project.resolve import search_folders
+
+    tree = tmp_path / "tree"
+    (tree / "apps").mkdir(parents=True)
+    (tree / "apps" / "__init__.py").write_text("")
+    (tree / "scripts").mkdir()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    assert search_folders(tree / "apps" / "train.py", elsewhere) == [tree / "apps", tree]
+    assert search_folders(tree / "scripts" / "train.py", elsewhere) == [tree / "scripts"]
+    assert search_folders(tree / "apps" / "train.py", tree) == [tree / "apps", tree]

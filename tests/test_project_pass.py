@@ -163,3 +163,132 @@ def test_project_analysis_key_and_no_project_flag(tmp_path):
     assert run("--no-project").returncode == 0
     (project / "amplint.toml").write_text("project-analysis = false\n")
     assert run().returncode == 0
+
+
+def test_a_checkpointer_subclass_and_a_forwarding_saver_in_other_modules(tmp_path):
+    # dinov2: a subclass of fvcore's Checkpointer in the package, built with the optimizer only;
+    # icefall: the recipe's own save_checkpoint hands its parameters to the library's, whose
+    # entries are ``x.state_dict() if x is not None else None``; the call leaves the scaler out.
+    package = tmp_path / "lib"
+    package.mkdir()
+    (package / "__init__.py").write_text(
+        "import torch\nfrom fvcore.common.checkpoint import Checkpointer\n\n\n"
+        "class RankCheckpointer(Checkpointer):\n    def save(self, name, **extra):\n"
+        "        torch.save({k: v.state_dict() for k, v in self.checkpointables.items()}, name)\n"
+    )
+    (package / "checkpoint.py").write_text(
+        "import torch\n\n\ndef save_checkpoint(filename, model, optimizer=None, scaler=None):\n"
+        "    torch.save({'model': model.state_dict(),\n"
+        "                'optimizer': optimizer.state_dict() if optimizer is not None else None,\n"
+        "                'grad_scaler': scaler.state_dict() if scaler is not None else None}, filename)\n"
+    )
+    (tmp_path / "train.py").write_text(
+        "import torch\nfrom lib import RankCheckpointer\nfrom lib.checkpoint import save_checkpoint as save_checkpoint_impl\n\n\n"
+        "def save_checkpoint(out, model, optimizer=None, scaler=None):\n"
+        "    save_checkpoint_impl(f'{out}/last.pt', model=model, optimizer=optimizer, scaler=scaler)\n\n\n"
+        "def run(cfg, model, loader):\n"
+        "    optimizer = torch.optim.AdamW(model.parameters())\n"
+        "    scaler = torch.amp.GradScaler('cuda', enabled=cfg.fp16)\n"
+        "    checkpointer = RankCheckpointer(model, cfg.out, optimizer=optimizer)\n"
+        "    for batch in loader:\n"
+        "        with torch.autocast('cuda', enabled=cfg.fp16):\n"
+        "            loss = model(batch)\n"
+        "        scaler.scale(loss).backward()\n"
+        "        scaler.step(optimizer)\n"
+        "        scaler.update()\n"
+        "    save_checkpoint(cfg.out, model, optimizer=optimizer)\n"
+        "    checkpointer.save('last')\n\n\n"
+        "def finish(cfg, model, optimizer, scaler):\n"
+        "    scaler.update()\n"
+        "    save_checkpoint(cfg.out, model, optimizer=optimizer, scaler=scaler)\n"
+        "    RankCheckpointer(model, cfg.out, optimizer=optimizer, scaler=scaler).save('final')\n"
+    )
+    settings = Settings(select=("AMP006",), root=str(tmp_path))
+    results = {r.filename: r for r in run_jobs(_jobs(tmp_path, settings), 1)}
+    found = results["train.py"].findings
+    assert [f.location.row for f in found] == [13, 20]
+    assert "`RankCheckpointer` in lib/__init__.py" in found[0].message
+    assert "`save_checkpoint` (line 6) is called without its `scaler` argument" in found[1].message
+
+
+def test_an_autocast_helper_of_another_module_gives_its_dtype(tmp_path):
+    # icefall: ``from icefall.utils import torch_autocast`` (a @contextmanager yielding inside
+    # torch.amp.autocast(device_type=device_type, **kwargs)); an LM trainer with no GradScaler at
+    # all backpropagates and steps under it. The file mentions no scaler: it asks about the
+    # import because it is named like an autocast helper.
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "__init__.py").write_text("")
+    (tmp_path / "lib" / "utils.py").write_text(
+        "from contextlib import contextmanager\n\nimport torch\n\n\n@contextmanager\n"
+        "def torch_autocast(device_type='cuda', **kwargs):\n"
+        "    with torch.amp.autocast(device_type=device_type, **kwargs):\n        yield\n\n\n"
+        "@contextmanager\ndef bf16_autocast(enabled=True):\n"
+        "    with torch.amp.autocast('cuda', dtype=torch.bfloat16, enabled=enabled):\n        yield\n"
+    )
+    (tmp_path / "train_lm.py").write_text(
+        "import torch\nfrom lib.utils import bf16_autocast, torch_autocast\n\n\n"
+        "def train_one_epoch(params, model, optimizer, loader):\n"
+        "    for batch in loader:\n"
+        "        with torch_autocast(enabled=params.use_fp16):\n            loss = model(batch)\n"
+        "        loss.backward()\n        optimizer.step()\n        optimizer.zero_grad()\n\n\n"
+        "def train_bf16(model, optimizer, loader):\n"
+        "    for batch in loader:\n"
+        "        with bf16_autocast():\n            loss = model(batch)\n"
+        "        loss.backward()\n        optimizer.step()\n"
+    )
+    settings = Settings(select=("AMP013",), root=str(tmp_path))
+    results = {r.filename: r for r in run_jobs(_jobs(tmp_path, settings), 1)}
+    assert [(f.code, f.location.row) for f in results["train_lm.py"].findings] == [("AMP013", 9)]
+    isolated = Settings(select=("AMP013",), root=str(tmp_path), project_analysis=False)
+    results = {r.filename: r for r in run_jobs(_jobs(tmp_path, isolated), 1)}
+    assert results["train_lm.py"].findings == []  # without the project the dtype is not known
+
+
+STARS = Path(__file__).resolve().parents[1] / "fixtures" / "projects" / "star_imports"
+
+
+def test_a_name_only_a_star_import_binds_resolves_as_that_module_binds_it():
+    # torch-ngp: tensoRF/utils.py gets torch only from ``from nerf.utils import *``.
+    settings = Settings(select=("AMP001",), root=str(STARS))
+    jobs = [Job(str(path), settings, display=path.relative_to(STARS).as_posix()) for path in sorted(STARS.rglob("*.py"))]
+    results = {r.filename: r for r in run_jobs(jobs, 1)}
+    for name, result in results.items():
+        lines = (STARS / name).read_text().splitlines()
+        planted = [n for n, line in enumerate(lines, start=1) if "# expect: AMP001" in line]
+        assert sorted(f.noqa_row for f in result.findings) == planted, name
+    assert all(f.fix is not None for f in results["apps/field_trainer.py"].findings)
+    isolated = Settings(select=("AMP001",), root=str(STARS), project_analysis=False)
+    (alone,) = run_jobs([Job(str(STARS / "apps" / "field_trainer.py"), isolated, display="f.py")], 1)
+    assert alone.findings == []  # one file alone cannot show what the star import binds
+
+
+def test_what_a_star_import_binds_is_read_from_the_module(tmp_path):
+    from amplint.project.stars import star_exports
+
+    module = tmp_path / "m.py"
+    module.write_text("import os\nimport torch.nn as nn\nimport torch.distributed\nfrom torch.utils.data import Dataset\n"
+                      "from . import sibling\nimport numpy as _np\nimport yaml\nyaml = None\n")
+    assert star_exports(module) == [["Dataset", "torch.utils.data.Dataset"], ["nn", "torch.nn"], ["os", "os"], ["torch", "torch"]]
+    module.write_text("import torch\n__all__ = ['torch']\nimport os\n")
+    assert star_exports(module) == [["torch", "torch"]]
+    module.write_text("import torch\n__all__ = names()\n")
+    assert star_exports(module) is None
+    module.write_text("import torch\nfrom other import *\n")
+    assert star_exports(module) is None
+
+
+def test_a_cached_result_is_not_reused_once_the_star_imported_module_changes(tmp_path):
+    project = tmp_path / "project"
+    shutil.copytree(STARS, project)
+    cache_dir = str(tmp_path / "cache")
+    settings = Settings(select=("AMP001",), root=str(project))
+    target = project / "apps" / "field_trainer.py"
+
+    def findings():
+        (result,) = run_jobs([Job(str(target), settings, display="field_trainer.py", cache_dir=cache_dir)], 1)
+        return len(result.findings)
+
+    assert findings() == 2 and findings() == 2
+    trainer = project / "base" / "trainer.py"
+    trainer.write_text(trainer.read_text().replace("import torch\n", "try:\n    import torch\nexcept ImportError:\n    torch = None\n", 1))
+    assert findings() == 0

@@ -172,7 +172,7 @@ def _lint_once(
     positions = Positions(module, parsed_text)  # computed on first use: most parsed files have no finding
     result.module, result.positions = module, positions
     try:
-        facts = FileFacts(module, positions, filename, settings)
+        facts = FileFacts(module, positions, filename, settings, project if settings.project_analysis else None)
         if outline is not None:
             from amplint.amp.summaries import module_summary
             from amplint.project.query import ProjectView

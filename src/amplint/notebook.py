@@ -11,6 +11,11 @@ same indentation, and put back when a fixed cell is written:
 - ``%%time`` / ``%%timeit`` / ``%%capture`` first lines (their body is Python);
 - any other cell magic (``%%bash``, ``%%writefile``): the whole cell.
 
+A cell whose first non-blank line is indented is read as IPython reads it: that indentation is
+taken off every line that starts with it (IPython's ``leading_indent`` cleanup), so `` !pip
+install x`` or a pasted indented block is not an "unexpected indent"; findings' columns and
+fixed cells get it back.
+
 Cells are numbered from 1 by their position in the notebook (markdown cells count), which is
 where an editor shows them.
 """
@@ -51,6 +56,10 @@ class CodeCell:
     magics: dict[int, str] = field(default_factory=dict)  # placeholder id -> original line
     # (row, column, message) of the syntax error that keeps the cell out of the joined text
     syntax_error: tuple[int, int, str] | None = None
+    # The indentation IPython takes off the lines that start with it (the first non-blank line's),
+    # and the lines it takes it off.
+    dedent: str = ""
+    dedented: frozenset[int] = frozenset()
 
 
 @dataclass
@@ -79,6 +88,12 @@ class Notebook:
             return None
         return cell.first_row + row - 1
 
+    def column_offset(self, number: int, row: int) -> int:
+        """What to add to a column of row ``row`` of cell ``number`` in :attr:`text` to get the
+        column in the cell: the indentation IPython takes off that line."""
+        cell = next((c for c in self.cells if c.number == number), None)
+        return len(cell.dedent) if cell is not None and row - 1 in cell.dedented else 0
+
     def placeholder_rows(self) -> set[int]:
         """Rows of :attr:`text` that stand for IPython syntax (their comment must stay as it is)."""
         return {cell.first_row + index for cell in self.cells for index in cell.magics}
@@ -96,6 +111,8 @@ class Notebook:
             restored = _restore_magics(lines, cell.magics)
             if restored is None:
                 return None
+            if cell.dedent:
+                restored = _reindent(restored, cell)
             if restored != _with_final_newline(cell.source):
                 if cell.source and not cell.source[-1].endswith(("\n", "\r")) and restored and restored[-1].endswith("\n"):
                     restored[-1] = restored[-1][:-1]  # the cell had no final newline
@@ -117,11 +134,41 @@ def _with_final_newline(lines: list[str]) -> list[str]:
     return lines
 
 
+def _leading_indent(lines: list[str]) -> str:
+    """The indentation IPython's cleanup takes off a cell: that of its first line once the
+    leading blank lines are dropped (``leading_empty_lines``, then ``leading_indent``)."""
+    first = next((line for line in lines if line.strip()), "")
+    return re.match(r"[ \t]*", first).group(0)
+
+
+def _reindent(lines: list[str], cell: CodeCell) -> list[str]:
+    """A fixed cell's lines with the indentation IPython takes off put back: a line the fix kept
+    is the cell's own, a line it wrote gets the cell's indentation."""
+    import difflib
+
+    original = _with_final_newline(cell.source)
+    cut = len(cell.dedent)
+    linted = [line[cut:] if index in cell.dedented and index not in cell.magics else line
+              for index, line in enumerate(original)]
+    out: list[str] = []
+    matcher = difflib.SequenceMatcher(None, linted, lines, autojunk=False)
+    for tag, first, last, new_first, new_last in matcher.get_opcodes():
+        if tag == "equal":
+            out.extend(original[first:last])
+        else:
+            out.extend(cell.dedent + line if line.strip() else line for line in lines[new_first:new_last])
+    return out
+
+
 def _python_lines(cell: CodeCell) -> tuple[list[str], dict[int, str]]:
     """The cell's lines with IPython syntax replaced by marked placeholders."""
     out: list[str] = []
     magics: dict[int, str] = {}
-    lines = _with_final_newline(cell.source)
+    original = _with_final_newline(cell.source)
+    cell.dedent = _leading_indent(original)
+    cell.dedented = frozenset(i for i, line in enumerate(original) if cell.dedent and line.startswith(cell.dedent))
+    cut = len(cell.dedent)
+    lines = [line[cut:] if index in cell.dedented else line for index, line in enumerate(original)]
     whole_cell = bool(lines) and lines[0].startswith("%%") and not lines[0].split()[0] in _PYTHON_CELL_MAGICS
     continued: str | None = None  # the indentation of a magic whose line ends in a backslash
     for index, line in enumerate(lines):
@@ -129,21 +176,21 @@ def _python_lines(cell: CodeCell) -> tuple[list[str], dict[int, str]]:
         body = line[: len(line) - len(ending)]
         ident = f"{cell.number}.{index}"
         if whole_cell or (index == 0 and body.startswith("%%")):
-            magics[index] = line
+            magics[index] = original[index]
             out.append(f"{MAGIC_MARK}{ident}{ending}")
             continue
         if continued is not None:  # ``!pip install a \`` goes on on this line, as IPython reads it
-            magics[index] = line
+            magics[index] = original[index]
             out.append(f"{continued}pass  {MAGIC_MARK}{ident}{ending}")
             continued = continued if body.endswith("\\") else None
             continue
         assigned = _ASSIGNED_MAGIC.match(body)
         if assigned:
-            magics[index] = line
+            magics[index] = original[index]
             out.append(f"{assigned.group(1)}None  {MAGIC_MARK}{ident}{ending}")
             continued = re.match(r"[ \t]*", body).group(0) if body.endswith("\\") else None
         elif _LINE_MAGIC.match(body) or _HELP.match(body) or _AUTOMAGIC.match(body):
-            magics[index] = line
+            magics[index] = original[index]
             indent = re.match(r"[ \t]*", body).group(0)
             out.append(f"{indent}pass  {MAGIC_MARK}{ident}{ending}")
             continued = indent if body.endswith("\\") else None
@@ -315,9 +362,10 @@ def lint_notebook(raw: str, filename: str, settings, fix: bool, unsafe: bool, ed
             finding.no_fix_reason = _LINE_REFERENCE.sub(cell_line, finding.no_fix_reason)
         cell, row = final.locate(finding.location.row)
         _, end_row = final.locate(finding.end_location.row)
+        end_row = max(row, end_row)
         finding.cell = cell
-        finding.location = Location(row, finding.location.column)
-        finding.end_location = Location(max(row, end_row), finding.end_location.column)
+        finding.location = Location(row, finding.location.column + final.column_offset(cell, row))
+        finding.end_location = Location(end_row, finding.end_location.column + final.column_offset(cell, end_row))
         if finding.noqa_row is not None:
             finding.noqa_row = final.locate(finding.noqa_row)[1]
         if finding.fix is not None:

@@ -8,71 +8,12 @@ from functools import cached_property
 import libcst as cst
 
 import amplint.amp.catalogue as API
+from amplint.amp.autocast_helpers import bind_same_file, imported_helper_region
+from amplint.amp.autocast_region import AutocastRegion
 from amplint.amp.chosen_autocast import chosen_named_autocast, conditional_autocast_class
 import amplint.semantic.syntax as S
 from amplint.semantic.records import CallSite, Context, FunctionInfo, Scope
 from amplint.semantic.values import alternatives, value_calls
-
-
-@dataclass(eq=False)
-class AutocastRegion:
-    """A span of code that runs with autocast enabled (as far as the code shows)."""
-
-    node: cst.CSTNode  # With or FunctionDef (decorated)
-    call: cst.Call | None  # the autocast(...) call, when one is visible
-    device: str | None  # "cuda" | "cpu" | ... ; None when unknown
-    dtype: str | None  # "float16" | "bfloat16" | "float32" | ... ; None when unknown
-    enabled: bool | None  # literal enabled=..., None when not literal
-    resolved: bool  # True: proven autocast by name resolution; False: named like one
-    deprecated: str | None = None  # "cuda" / "cpu" for torch.cuda.amp / torch.cpu.amp
-    conditional: bool = False  # e.g. ``nullcontext() if cpu else autocast(...)``
-    # The expressions bound to ``device_type`` / ``dtype`` in the autocast call, when given
-    # (``device`` holds only the literal type string; AMP015 needs to see ``torch.device(...)``).
-    device_node: cst.BaseExpression | None = None
-    dtype_node: cst.BaseExpression | None = None
-    # False for a region only named like autocast whose name comes from a parameter, a
-    # same-file helper or assignments none of whose values can build one (``suppress``).
-    may_be_autocast: bool = True
-
-    # The dtypes a ``dtype=`` expression may name when it is not a literal (``ptdtype`` from a dict).
-    dtype_choices: frozenset[str] | None = None
-    # The other autocasts a choice may build (``{"fp16": autocast(...), "bf16": autocast(...)}[mp]``).
-    alternatives: tuple["AutocastRegion", ...] = ()
-    enabled_node: cst.BaseExpression | None = None
-    # Every alternative of the choice is an autocast or a null context (none is unknown).
-    choices_known: bool = True
-
-    @property
-    def maybe_enabled(self) -> bool:
-        return self.enabled is not False
-
-    @property
-    def own_dtypes(self) -> frozenset[str] | None:
-        if self.dtype is not None:
-            return frozenset({self.dtype})
-        if self.dtype_node is not None and not S.is_none(self.dtype_node):
-            return self.dtype_choices  # a dtype the file may not show
-        if self.call is None:
-            return None
-        default = {"cuda": "float16", "cpu": "bfloat16"}.get(self.device or "")
-        return frozenset({default}) if default else None
-
-    @property
-    def dtypes(self) -> frozenset[str] | None:
-        """Every dtype the region may run in (all alternatives of a choice); ``None`` when one is unknown."""
-        out: set[str] = set()
-        for region in (self, *self.alternatives):
-            found = region.own_dtypes
-            if found is None:
-                return None
-            out |= found
-        return frozenset(out)
-
-    @property
-    def effective_dtype(self) -> str | None:
-        """The one dtype the region runs in; ``None`` when unknown or when it may be one of several."""
-        dtypes = self.dtypes
-        return next(iter(dtypes)) if dtypes is not None and len(dtypes) == 1 else None
 
 
 @dataclass(eq=False)
@@ -158,7 +99,8 @@ class AutocastFacts:
             for function in self.facts.callgraph.called_functions(site):
                 region = self._function_autocast(function, depth + 1)
                 if region is not None:
-                    return region
+                    # the settings this call gives it (``torch_autocast(enabled=fp16)``)
+                    return bind_same_file(self.facts, region, function, site, depth + 1)
         return None
 
     def _region_for_autocast_call(self, node_call: cst.Call, args_call: cst.Call, qualname: str, partial: bool = False,
@@ -251,6 +193,18 @@ class AutocastFacts:
             return None
         return API.dtype_from_text(S.dotted(node) or S.string_value(node))
 
+    @cached_property
+    def returning_scopes(self) -> set[int]:
+        """``id``s of the scopes that return a value or yield inside a ``with``: the functions
+        that may hand out an autocast."""
+        return {id(ctx.scope) for _, ctx in self.facts.records.returns} | {
+            id(ctx.scope) for ctx in self.facts.records.yields if ctx.withs}
+
+    def function_autocast(self, function: FunctionInfo, depth: int = 0) -> AutocastRegion | None:
+        """The autocast ``function`` returns or yields inside, as written in it (its parameters
+        unbound: ``torch.amp.autocast(device_type=device_type, **kwargs)``)."""
+        return self._function_autocast(function, depth)
+
     def _function_autocast(self, function: FunctionInfo, depth: int) -> AutocastRegion | None:
         for value, ctx in self.facts.records.returns:
             if ctx.scope is not function.scope:
@@ -305,6 +259,8 @@ class AutocastFacts:
         regions = []
         for item in node.items:
             region = self._expression_autocast(item.item, scope, depth)
+            if region is None:
+                region = imported_helper_region(self.facts, item.item, scope)
             if region is None:
                 region = self.facts.named_autocast.region_of_named(item.item, scope)
             if region is None:

@@ -13,17 +13,20 @@ the helper does with scalers says what the fix can be:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import libcst as cst
 
 import amplint.amp.catalogue as API
 from amplint.amp.checkpoint_libraries import DELEGATING_KEYWORDS, LIBRARY_HELPERS
 from amplint.amp.checkpoints import LOADER_WORDS
+from amplint.amp.summaries import nested_function_summary
 from amplint.project.query import Callee
 import amplint.semantic.syntax as S
 
 
+# How many helpers that only hand their parameters on are read through.
+_FORWARDING_DEPTH = 2
 # Words in a call's name that say it writes a checkpoint.
 _SAVER_WORDS = ("save", "checkpoint", "ckpt", "dump", "snapshot")
 
@@ -100,13 +103,72 @@ class CheckpointHelperFacts:
             if found is not None:
                 yield found
 
-    def callee(self, site) -> Callee | None:
-        """The project function ``site`` calls, else a library checkpointer it builds."""
-        callee = self.facts.project.callee(site) or self._method_of_local_object(site)
+    def callee(self, site, depth: int = 0) -> Callee | None:
+        """The project function ``site`` calls (or a helper nested in the calling function), else
+        a library checkpointer it builds. A helper of this file that saves or restores nothing
+        itself but hands its parameters to one that does is read as that one, through its own
+        parameters (``save_epoch(model, optimizer=None, scaler=None)`` calling
+        ``write_ckpt(path, model, optimizer=optimizer, scaler=scaler)``)."""
+        callee = self.facts.project.callee(site) or self._method_of_local_object(site) or self._nested(site)
         if callee is None and site.qualname in LIBRARY_HELPERS:
             library, function = LIBRARY_HELPERS[site.qualname]
             callee = Callee(function, library)
+        if callee is not None and not callee.module and depth < _FORWARDING_DEPTH:
+            callee = self._forwarded(callee, depth) or callee
         return callee
+
+    def _nested(self, site) -> Callee | None:
+        """``save_ckp(state, path)`` where ``save_ckp`` is a ``def`` inside an enclosing function
+        (the only binding of the name there)."""
+        name = site.func_text or ""
+        bindings = self.facts.bindings.bindings_of(name, site.ctx.scope) if name.isidentifier() else []
+        if not bindings or any(b.kind.name != "DEF" or b.scope is not bindings[0].scope for b in bindings):
+            return None
+        if bindings[0].scope.kind != "function":
+            return None
+        functions = [f for f in self.facts.callgraph.called_functions(site) if f.scope.parent is bindings[0].scope]
+        return Callee(nested_function_summary(self.facts, functions[0]), "") if len(functions) == 1 else None
+
+    def _forwarded(self, callee: Callee, depth: int) -> Callee | None:
+        """``callee`` (a function of this file) read through the helpers it hands its parameters
+        to, when it saves and restores nothing itself."""
+        function = callee.function
+        if function.saves_optimizer or function.saved_whole or function.restores_optimizer or function.saves:
+            return None
+        info = self._function_info(function)
+        if info is None:
+            return None
+        own = set(function.params) | set(function.keyword_only)
+        found: dict[str, set[str]] = {"saved_params": set(), "saved_whole": set(), "restored_params": set(), "scaler_params": set()}
+        flags = {"saves_optimizer": False, "saves_scaler": False, "restores_optimizer": False, "restores_scaler": False}
+        for inner in self.facts.calls_within(info.node):
+            if inner.ctx.scope is not info.scope:
+                continue
+            target = self.callee(inner, depth + 1)
+            bound = _bound_arguments(inner.node, target) if target is not None else None
+            if not bound:
+                continue
+            passed = {param: value.value for param, value in bound.items() if isinstance(value, cst.Name) and value.value in own}
+            for field in found:
+                found[field] |= {passed[q] for q in getattr(target.function, field) if q in passed}
+            inner_fn = target.function
+            scaler_reaches = not inner_fn.scaler_params or any(q in passed for q in inner_fn.scaler_params)
+            flags["saves_optimizer"] |= inner_fn.saves_optimizer and bool(found["saved_params"] or found["saved_whole"])
+            flags["saves_scaler"] |= inner_fn.saves_scaler and scaler_reaches
+            flags["restores_optimizer"] |= inner_fn.restores_optimizer and bool(found["restored_params"])
+            flags["restores_scaler"] |= inner_fn.restores_scaler and scaler_reaches
+        if not (flags["saves_optimizer"] or found["saved_whole"] or flags["restores_optimizer"]):
+            return None
+        composed = replace(function, **flags, **{field: tuple(sorted(set(getattr(function, field)) | values if field == "scaler_params" else values))
+                                                for field, values in found.items()})
+        return Callee(composed, callee.module)
+
+    def _function_info(self, function):
+        """The FunctionInfo a summary of this file describes (by name, then by the line of its ``def``)."""
+        named = [f for f in self.facts.functions if _qualified_name(f) == function.name]
+        if len(named) > 1:
+            named = [f for f in named if self.facts.position(f.node.name).start.line == function.line]
+        return named[0] if len(named) == 1 else None
 
     def _method_of_local_object(self, site) -> Callee | None:
         """``saver.save_model(model, optimizer)`` where ``saver = CheckpointSaver(...)`` is bound
@@ -136,12 +198,15 @@ class CheckpointHelperFacts:
 
     def _inside(self, site, callee: Callee) -> bool:
         """The call is in the helper itself, or the helper is in this file and sees a scaler of
-        its own (a module-level one): its ``torch.save`` is then checked where it is written."""
+        its own (a module-level one, or its enclosing function's): its ``torch.save`` is then
+        checked where it is written, unless it saves an argument whole."""
         if callee.module:
             return False
         facts = self.facts
         if _qualified_name(facts.callgraph.function_of(site.ctx.scope)) == callee.function.name:
             return True
+        if callee.function.saved_whole:
+            return False  # ``torch.save(state, path)``: what it holds shows only where it is called
         for event in (*facts.checkpoints.checkpoint_saves, *facts.checkpoints.state_restores):
             function = facts.callgraph.function_of(event.ctx.scope)
             if _qualified_name(function) != callee.function.name:

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import libcst as cst
+
 from amplint.project.records import FunctionSummary
 
 _CHECKPOINT_SAVER = FunctionSummary(
@@ -53,3 +55,23 @@ LIBRARY_HELPERS = {
 }
 # Keywords that hand a checkpointer an object whose own state_dict may hold the scaler.
 DELEGATING_KEYWORDS = ("trainer",)
+
+
+def library_subclasses(facts, methods: dict[str, tuple[str, ...]], defined: dict) -> list[FunctionSummary]:
+    """A top-level class that subclasses a library checkpointer (fvcore's ``Checkpointer``)
+    without an ``__init__`` of its own is built as that checkpointer is: the library's summary,
+    under the class's name (dinov2's ``FSDPCheckpointer(model, save_dir, optimizer=optimizer)``). ``methods``: each
+    top-level class's methods (qualified); ``defined``: the module's function summaries by name."""
+    out = []
+    for scope in facts.scopes:
+        node = scope.node
+        if scope.kind != "class" or scope.parent is None or scope.parent.kind != "module" or not isinstance(node, cst.ClassDef):
+            continue
+        name = node.name.value
+        if name not in methods or f"{name}.__init__" in methods[name] or name in defined:
+            continue
+        bases = [facts.bindings.qualname(base.value, scope.parent) for base in node.bases if base.keyword is None]
+        found = [LIBRARY_HELPERS[b][1] for b in bases if b in LIBRARY_HELPERS]
+        if found:
+            out.append(replace(found[0], name=name, line=facts.position(node.name).start.line))
+    return out

@@ -9,6 +9,7 @@ from functools import cached_property
 import libcst as cst
 
 import amplint.amp.catalogue as API
+from amplint.amp.version_gates import catches_api_errors, is_version_gate
 from amplint.semantic.records import Context, ImportRecord, Reference
 import amplint.semantic.syntax as S
 
@@ -179,10 +180,31 @@ class CompatFacts:
                     continue
                 if self.is_compat_fallback(record.node, record.ctx, NEW_API.__contains__):
                     continue
+                if self._probes_for_import(record, bound):
+                    continue
                 others = [b for b in self.facts.bindings.bindings_of(bound, record.scope) if not b.is_import]
                 line = self.facts.position(others[0].node).start.line if others else None
                 out.append(DeprecatedImport(record, alias, bound, API.canonical(target), new, line))
         return out
+
+    def _probes_for_import(self, record, bound: str) -> bool:
+        """``try: import torch.cuda.amp as amp / return True / except ModuleNotFoundError: return False``
+        inside a function: a local name bound by nothing else and read nowhere, in a ``try`` that
+        catches the import failing, only asks whether this torch has the module (importing a
+        module warns about nothing). At module level the name may be imported by another module."""
+        if record.scope.kind != "function":
+            return False
+        if any(not b.is_import for b in self.facts.bindings.bindings_of(bound, record.scope)):
+            return False
+        if any(ref.parts[0] == bound for ref in self.facts.references):
+            return False
+        for branch in record.ctx.branches:
+            if isinstance(branch.node, cst.Try) and branch.part == "body":
+                for handler in branch.node.handlers:
+                    caught = self.facts.code(handler.type) if handler.type is not None else "ImportError"
+                    if "ImportError" in caught or "ModuleNotFoundError" in caught or caught in ("Exception", "BaseException"):
+                        return True
+        return False
 
     def hasattr_probe(self, test: cst.BaseExpression, scope) -> tuple[cst.Call, str, bool] | None:
         """``test`` is ``hasattr(X, "name")`` or ``not hasattr(X, "name")``: the call, the
@@ -306,30 +328,39 @@ class CompatFacts:
     def is_compat_fallback(self, node: cst.CSTNode, ctx: Context, new_api) -> bool:
         """``node`` runs only when a newer API is unavailable.
 
-        True in the ``except`` of a ``try`` whose body uses the new API, in the branch of
-        an ``if``/conditional expression whose other branch uses it, and after
-        ``if <new API available>: ... return`` (a version check alone proves nothing:
-        the newer branch may still use the old names), and in the branch an ``if hasattr(<new
-        API>)`` takes when the new API is missing.
+        True in an ``except`` that catches a missing API (``ImportError``, ``AttributeError``,
+        ``TypeError``, a catch-all) of a ``try`` whose body uses the new API; in the branch of an
+        ``if``/``elif`` chain or conditional expression whose other branch uses it, when a test
+        of the chain asks which torch this is (:func:`~amplint.amp.version_gates.is_version_gate`:
+        ``hasattr(torch.amp, ...)``, ``torch.__version__``, ``TORCH_2_4``); after ``if <version
+        gate>: <new API> ... return``; and in the branch an ``if hasattr(<new API>)`` takes when
+        the new API is missing. A version check alone proves nothing (the newer branch may still
+        use the old names), nor does a device or precision dispatch (``if device == "cpu":``,
+        ``if torch.cuda.is_available():``) whose other arm uses the new API: every arm of it runs
+        on a current torch.
         """
         if self._asks_for_new_api_elsewhere(ctx, new_api):
             return True
+        facts = self.facts
         for branch in ctx.branches:
             owner = branch.node
             if isinstance(owner, cst.Try) and branch.part == "handler" and self._mentions(owner.body, new_api):
-                return True
+                if any(facts.tree.within(node, h) and catches_api_errors(facts, h) for h in owner.handlers):
+                    return True
             if isinstance(owner, cst.If) and branch.part in ("body", "orelse"):
                 other = owner.orelse if branch.part == "body" else owner.body
-                if self._mentions(other, new_api):
+                if self._mentions(other, new_api) and any(
+                    is_version_gate(facts, test, ctx.scope) for test in self._chain_tests(owner, ctx)
+                ):
                     return True
-        for expression in self.facts.records.conditional_expressions:
-            if not self.facts.tree.contains(expression, node) or self.facts.tree.contains(expression.test, node):
+        for expression in facts.records.conditional_expressions:
+            if not facts.tree.contains(expression, node) or facts.tree.contains(expression.test, node):
                 continue
-            other = expression.orelse if self.facts.tree.contains(expression.body, node) else expression.body
-            if self._mentions(other, new_api):
+            other = expression.orelse if facts.tree.contains(expression.body, node) else expression.body
+            if self._mentions(other, new_api) and is_version_gate(facts, expression.test, ctx.scope):
                 return True
-        for statement, if_ctx in self.facts.records.if_statements:
-            if if_ctx.scope is not ctx.scope or if_ctx.order > ctx.order or self.facts.tree.contains(statement, node):
+        for statement, if_ctx in facts.records.if_statements:
+            if if_ctx.scope is not ctx.scope or if_ctx.order > ctx.order or facts.tree.contains(statement, node):
                 continue
             body = statement.body.body if isinstance(statement.body, cst.IndentedBlock) else ()
             returns = any(
@@ -338,6 +369,22 @@ class CompatFacts:
                 if isinstance(line, cst.SimpleStatementLine)
                 for small in line.body
             )
-            if returns and self._mentions(statement.body, new_api):
+            if returns and self._mentions(statement.body, new_api) and is_version_gate(facts, statement.test, if_ctx.scope):
                 return True
         return False
+
+    @staticmethod
+    def _chain_tests(owner: cst.If, ctx: Context) -> list[cst.BaseExpression]:
+        """The tests of the ``if``/``elif`` chain ``owner`` belongs to: the ``if`` statements
+        around it of which it is the ``elif``, itself, and its own ``elif`` arms."""
+        chain = [owner]
+        parts = [b for b in ctx.branches if isinstance(b.node, cst.If)]
+        index = next((i for i, b in enumerate(parts) if b.node is owner), None)
+        while index is not None and index > 0 and parts[index - 1].part == "orelse" and parts[index - 1].node.orelse is chain[0]:
+            index -= 1
+            chain.insert(0, parts[index].node)
+        current = owner.orelse
+        while isinstance(current, cst.If):
+            chain.append(current)
+            current = current.orelse
+        return [statement.test for statement in chain]

@@ -11,6 +11,8 @@ import amplint.semantic.syntax as S
 from amplint.semantic.records import Branch, CallSite, Scope
 
 AUTOCAST_STATE_CHECK = "torch.is_autocast_enabled"
+_CUDA_CUSTOM_DECORATORS = frozenset({"torch.cuda.amp.custom_fwd", "torch.cuda.amp.custom_bwd"})
+_CUSTOM_DECORATORS = frozenset({"torch.amp.custom_fwd", "torch.amp.custom_bwd"})
 
 
 def is_cuda_literal(node: cst.CSTNode | None) -> bool:
@@ -70,7 +72,24 @@ class DeviceFacts:
                 if cuda_proven_in(branch.node.test) == branch.part:
                     return True
         regions = self.facts.autocast.enclosing_autocast(site.ctx)
-        return bool(regions) and regions[-1].device == "cuda"
+        return (bool(regions) and regions[-1].device == "cuda") or self.in_cuda_custom_function(site)
+
+    def in_cuda_custom_function(self, site: CallSite) -> bool:
+        """``site`` is in a ``forward``/``backward`` decorated for CUDA autocast
+        (``@torch.cuda.amp.custom_fwd``, ``@torch.amp.custom_bwd(device_type="cuda")``): the
+        decorator itself reads CUDA's autocast state, so the function is written for CUDA."""
+        function = self.facts.callgraph.function_of(site.ctx.scope)
+        if function is None:
+            return False
+        for decorator in function.node.decorators:
+            expr = decorator.decorator
+            call = expr if isinstance(expr, cst.Call) else None
+            qualname = self.facts.bindings.qualname(call.func if call is not None else expr, function.ctx.scope)
+            if qualname in _CUDA_CUSTOM_DECORATORS:
+                return True
+            if qualname in _CUSTOM_DECORATORS and call is not None and is_cuda_literal(S.keyword_arg_value(call, "device_type")):
+                return True
+        return False
 
     def device_check_fallback(self, site: CallSite) -> bool:
         """``site`` is a fallback for old torch: the arm run instead of its own (the ``try`` of

@@ -11,6 +11,7 @@ attribute a rule asks (``facts.scaling.scalers``, ``facts.timeline.events``):
 ``facts.optim``           optimizers and the parameters they own
 ``facts.timeline``        training-step events (scale, backward, unscale, clip, step, update, save)
 ``facts.iterations``      which events run in one iteration, and how often
+``facts.protocol``        the GradScaler protocol run along each function's paths
 ``facts.training``        training loops and per-step functions
 ``facts.loss_scaling``    losses scaled elsewhere; ``facts.loop_scaling``: frameworks that scale
 ``facts.scaler_presence`` whether a scaler is in use around a place
@@ -52,6 +53,7 @@ from amplint.amp.models import ModelFacts
 from amplint.amp.named_autocast import NamedAutocastFacts
 from amplint.amp.optimizers import OptimizerFacts
 from amplint.amp.overflow import OverflowFacts
+from amplint.amp.protocol import ProtocolFacts
 from amplint.amp.scaler_presence import ScalerPresence
 from amplint.amp.scalers import ScalerFacts
 from amplint.amp.torchscript import ScriptFacts
@@ -60,18 +62,23 @@ from amplint.semantic.model import SemanticModel
 
 
 class FileFacts(SemanticModel):
-    def __init__(self, module: cst.Module, positions: dict[cst.CSTNode, CodeRange], path: str, settings=None):
+    def __init__(self, module: cst.Module, positions: dict[cst.CSTNode, CodeRange], path: str, settings=None,
+                 project_context=None):
         self.settings = settings
         # What the run's ``# noqa`` directives suppressed, for the rules that run last; the
         # engine sets it (:class:`~amplint.noqa.SuppressionLog`).
         self.suppressions = None
-        super().__init__(module, positions, path)
+        # A name the file never binds, which a ``from pkg.mod import *`` of the project binds
+        # (``torch``), resolves as that binding: the deferred project context answers.
+        star_target = getattr(project_context, "star_target", None)
+        super().__init__(module, positions, path, star_names=star_target)
         self.autocast = AutocastFacts(self)
         self.named_autocast = NamedAutocastFacts(self)
         self.scaling = ScalerFacts(self)
         self.optim = OptimizerFacts(self)
         self.timeline = EventFacts(self)
         self.iterations = IterationFacts(self)
+        self.protocol = ProtocolFacts(self)
         self.training = TrainingFacts(self)
         self.loss_scaling = LossScalingFacts(self)
         self.loop_scaling = LoopScalingFacts(self)

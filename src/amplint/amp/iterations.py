@@ -44,7 +44,8 @@ class IterationFacts:
             return Iteration(loop, [e for e in scope_events if loop in e.ctx.loops])
         if any(outer in self.facts.training.backward_loops for outer in event.ctx.loops):
             return None
-        if not any(e.kind in BACKWARD_KINDS and e.order < event.order for e in scope_events):
+        flow = self.facts.control_flow
+        if not any(e.kind in BACKWARD_KINDS and flow.reaches(e.ctx, event.ctx) for e in scope_events):
             return None
         return Iteration(None, list(scope_events))
 
@@ -54,16 +55,18 @@ class IterationFacts:
 
     def steps_beside(self, event: Event) -> list[Event]:
         """The ``step`` calls of ``event``'s scaler in its function, in the same iteration and on its path."""
+        flow = self.facts.control_flow
         return [
             e for e in self.events_of(event.ctx.scope, K.SCALER_STEP, event.scaler)
-            if self.same_iteration(e, event) and self.facts.tree.on_path(e.ctx, event.ctx)
+            if self.same_iteration(e, event) and flow.may_run_together(e.ctx, event.ctx)
         ]
 
     def backward_between(self, first: Event, then: Event) -> bool:
         """A backward on ``first``'s path runs after it and before ``then``: a new scale/step/update
         cycle starts there (a GAN with one scaler steps D, updates, then scales G's loss)."""
+        flow = self.facts.control_flow
         return any(
-            e.kind in BACKWARD_KINDS and first.order < e.order < then.order and self.facts.tree.on_path(e.ctx, first.ctx)
+            e.kind in BACKWARD_KINDS and flow.between(first.ctx, e.ctx, then.ctx)
             for e in self.facts.timeline.events_by_scope.get(first.ctx.scope, [])
         )
 
@@ -87,11 +90,14 @@ class IterationFacts:
         """The optimizers ``step``'s scaler steps from ``step`` up to its next ``update()`` in the
         same function, in step order; ``None`` when one of them is not a plain expression."""
         out: list[str] = []
-        for event in self.facts.timeline.events_by_scope.get(step.ctx.scope, []):
-            if event.order < step.order or event.scaler != step.scaler:
+        events = self.facts.timeline.events_by_scope.get(step.ctx.scope, [])
+        flow = self.facts.control_flow
+        updates = [e.ctx for e in events if e.kind is K.UPDATE and e.scaler == step.scaler]
+        for event in events:
+            if event.scaler != step.scaler or event.kind is not K.SCALER_STEP:
                 continue
-            if event.kind is K.UPDATE:
-                break
+            if event is not step and not flow.reaches_avoiding(step.ctx, event.ctx, updates):
+                continue
             if event.kind is K.SCALER_STEP:
                 if event.optimizer is None:
                     return None
@@ -141,8 +147,11 @@ class IterationFacts:
         visibly per-step (module-level code, a step-only hook, one nobody here calls)."""
         scaler = step.scaler or ""
         scope = step.ctx.scope
-        for site in self.facts.callgraph.calls_between(scope, step.order, None):
+        flow = self.facts.control_flow
+        for site in self.facts.callgraph.calls_by_scope.get(scope, []):
             if iteration.loop is not None and iteration.loop not in site.ctx.loops:
+                continue
+            if not flow.reaches(step.ctx, site.ctx):
                 continue
             if self.facts.callgraph.calls_into(site, self.facts.training.updating_functions):
                 return True
@@ -153,9 +162,12 @@ class IterationFacts:
         for site in callers:
             # composer's retry loop around ``_train_batch``; a ``train_step`` whose caller updates
             caller = site.ctx.scope
-            if any(e.order > site.ctx.order for e in self.events_of(caller, K.UPDATE)):
+            if any(flow.reaches(site.ctx, e.ctx) for e in self.events_of(caller, K.UPDATE)):
                 return True
-            if any(self.facts.callgraph.calls_into(s, self.facts.training.updating_functions) for s in self.facts.callgraph.calls_between(caller, site.ctx.order, None)):
+            if any(
+                flow.reaches(site.ctx, s.ctx) and self.facts.callgraph.calls_into(s, self.facts.training.updating_functions)
+                for s in self.facts.callgraph.calls_by_scope.get(caller, [])
+            ):
                 return True
         if iteration.loop is None:
             if function is None:
@@ -180,8 +192,8 @@ class IterationFacts:
         if self.facts.control_flow.pass_may_skip(loop.node, update.ctx):
             return None  # ``if iopt != optim_idx: continue`` (espnet's GAN turns): maybe one optimizer per pass
         stepped = any(
-            e.kind is K.SCALER_STEP and e.scaler == update.scaler and e.order < update.order
-            and self.facts.tree.on_path(e.ctx, update.ctx) and self.facts.scaling.optimizer_rebound_per_pass(e)
+            e.kind is K.SCALER_STEP and e.scaler == update.scaler and self.facts.control_flow.reaches(e.ctx, update.ctx)
+            and self.facts.scaling.optimizer_rebound_per_pass(e)
             for e in events
         )
         return loop if stepped else None

@@ -50,16 +50,14 @@ class LossScalingFacts:
         receiver = backward.receiver
         if receiver is None or "." in receiver or "scale" in receiver.lower():
             return False
-        earlier = [
-            a for a in self.facts.assignments if a.ctx.scope is backward.ctx.scope and a.ctx.order < backward.order
-        ]
-        assigned_in_blocks = {t for a in earlier if any(w in a.ctx.withs for w in withs) for t in a.targets}
-        if receiver in assigned_in_blocks:
-            return True
-        for assignment in earlier:
-            if receiver not in assignment.targets or assignment.value is None:
+        flow = self.facts.control_flow
+        for assignment in flow.reaching_assignments(receiver, backward.ctx):
+            if any(w in assignment.ctx.withs for w in withs):
+                return True
+            if assignment.value is None:
                 continue
             for ref in self.facts.references_within(assignment.value):
-                if ".".join(ref.parts) in assigned_in_blocks or ref.parts[0] in assigned_in_blocks:
+                if any(any(w in inner.ctx.withs for w in withs)
+                       for inner in flow.reaching_assignments(ref.parts[0], assignment.ctx)):
                     return True
         return False

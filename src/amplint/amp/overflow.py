@@ -53,12 +53,15 @@ class OverflowFacts:
             test = self.facts.code(node.test)
             if loop is None or not (_NON_FINITE.search(test) and _GRADIENT_WORDS.search(test)) or not _skips_rest_of_iteration(node.body):
                 continue
+            flow = self.facts.control_flow
             events = [e for e in self.facts.timeline.events_by_scope.get(ctx.scope, []) if loop in e.ctx.loops]
-            backward = next((e for e in reversed(events) if e.order < ctx.order and e.kind is EventKind.SCALE_BACKWARD), None)
+            backwards = [e for e in events if e.kind is EventKind.SCALE_BACKWARD and flow.reaches(e.ctx, ctx)]
+            nearest = flow.last_before([e.ctx for e in backwards], ctx)
+            backward = next((e for e in reversed(backwards) if any(e.ctx is c for c in nearest)), None)
             if backward is None or self.facts.scaling.scaler_provably_disabled(backward.scaler, ctx.scope):
                 continue
             step = next(
-                (e for e in events if e.order > ctx.order and e.kind is EventKind.SCALER_STEP and e.scaler == backward.scaler),
+                (e for e in events if e.kind is EventKind.SCALER_STEP and e.scaler == backward.scaler and flow.reaches(ctx, e.ctx)),
                 None,
             )
             handled = any(
@@ -66,7 +69,7 @@ class OverflowFacts:
                 for e in events
             )
             unscaled = any(
-                e.kind is EventKind.UNSCALE and e.scaler == backward.scaler and backward.order < e.order < ctx.order for e in events
+                e.kind is EventKind.UNSCALE and e.scaler == backward.scaler and flow.between(backward.ctx, e.ctx, ctx) for e in events
             )
             if step is not None and not handled:
                 out.append(OverflowSkip(node, ctx, backward, step, unscaled))

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from functools import cached_property
 
 import libcst as cst
 
 import amplint.amp.catalogue as API
-from amplint.amp.events import BACKWARD_KINDS, Event, EventKind
+from amplint.amp.events import Event, EventKind
 import amplint.semantic.syntax as S
 from amplint.semantic.identity import Variable
 from amplint.semantic.records import CallSite, Context, Scope
@@ -189,76 +188,28 @@ class ScalerFacts:
                 return other.scaler
         if event.kind is K.BACKWARD and event.receiver is not None:
             for assignment in self.facts.assignments_to(event.receiver, event.ctx.scope):
-                if assignment.ctx.order >= event.order or assignment.value is None:
+                if assignment.value is None or not self._may_reach(assignment.ctx, event.ctx):
                     continue
                 for other in self.facts.timeline.events_by_scope.get(assignment.ctx.scope, []):
                     if other.kind is K.SCALE and self.facts.tree.contains(assignment.value, other.call):
                         return other.scaler
         return None
 
-    # -- the per-optimizer state machine: what is still in force between two ``update()`` calls
     def is_disabled_scaler(self, key: str | None) -> bool:
         """Every construction of the scaler ``key`` in this file passes ``enabled=False``."""
         info = self.scalers.get(key) if key is not None else None
         return info is not None and info.provably_disabled
 
-    def scaler_updates_on_path(self, event: Event) -> list[Event]:
-        """``update()`` calls of ``event``'s scaler that may run in the same pass as ``event``."""
-        memo = self._updates_on_path_memo
-        found = memo.get(id(event))
-        if found is None:
-            updates = self._updates_by_scope_and_scaler.get((event.ctx.scope, event.scaler), [])
-            found = memo[id(event)] = [e for e in updates if self.facts.tree.on_path(e.ctx, event.ctx)]
-        return found
-
-    @cached_property
-    def _updates_on_path_memo(self) -> dict[int, list[Event]]:
-        return {}
-
-    @cached_property
-    def _updates_by_scope_and_scaler(self) -> dict[tuple[Scope, str | None], list[Event]]:
-        out: dict[tuple[Scope, str | None], list[Event]] = {}
-        for event in self.facts.timeline.events:
-            if event.kind is EventKind.UPDATE:
-                out.setdefault((event.ctx.scope, event.scaler), []).append(event)
-        return out
-
-    def updated_between(self, first: Event, second: Event) -> bool:
-        """An ``update()`` of ``second``'s scaler may run after ``first`` and before ``second``,
-        on the path of both."""
-        updates = self.scaler_updates_on_path(second)  # in walk order
-        orders = self._update_orders_memo.get(id(second))
-        if orders is None:
-            orders = self._update_orders_memo[id(second)] = [update.order for update in updates]
-        start, end = bisect_right(orders, first.order), bisect_left(orders, second.order)
-        return any(self.facts.tree.on_path(update.ctx, first.ctx) for update in updates[start:end])
-
-    @cached_property
-    def _update_orders_memo(self) -> dict[int, list[int]]:
-        return {}
+    def _may_reach(self, a: Context, b: Context) -> bool:
+        """``a`` may run before ``b``: on a path of their function, or, in different scopes (a
+        module-level assignment read in a function), always."""
+        return self.facts.control_flow.reaches(a, b) if a.scope is b.scope else True
 
     def optimizer_rebound_per_pass(self, *events: Event) -> bool:
         """A loop around one of ``events`` rebinds their optimizer (``for opt in optimizers:
         scaler.unscale_(opt)``): each pass handles a different optimizer."""
         name = (events[0].optimizer or "").split(".")[0]
         return any(name in loop.target_names for event in events for loop in event.ctx.loops)
-
-    def still_in_force(self, event: Event, kind: EventKind) -> Event | None:
-        """The first earlier ``kind`` call (``unscale_`` or ``step``) of ``event``'s scaler for the
-        same optimizer that no ``update()`` has reset when ``event`` runs, on one path."""
-        for earlier in self.facts.timeline.events_by_scope.get(event.ctx.scope, []):
-            if earlier.order >= event.order:
-                break
-            if (
-                earlier.kind is kind
-                and earlier.scaler == event.scaler
-                and earlier.optimizer == event.optimizer
-                and self.facts.tree.on_path(earlier.ctx, event.ctx)
-                and not self.updated_between(earlier, event)
-                and not self.optimizer_rebound_per_pass(earlier, event)
-            ):
-                return earlier
-        return None
 
     # -- scaled and unscaled losses
     def tensor_text(self, expr: cst.BaseExpression) -> str:
@@ -289,25 +240,11 @@ class ScalerFacts:
         """A thrown-away ``scaler.scale(x)`` statement runs before ``x.backward()``, on its path."""
         target = self.tensor_text(backward.call.func.value)
         for event in self.facts.timeline.events_by_scope.get(backward.ctx.scope, []):
-            if event.order >= backward.order:
-                break
-            if event.kind is EventKind.SCALE and event.site.is_expression_statement and self.facts.tree.on_path(event.ctx, backward.ctx):
+            if event.kind is EventKind.SCALE and event.site.is_expression_statement and self.facts.control_flow.reaches(event.ctx, backward.ctx):
                 args = S.positional_args(event.call)
                 if args and self.tensor_text(args[0].value) == target:
                     return True
         return False
-
-    def next_scaler_step(self, backward: Event) -> Event | None:
-        """The first ``scaler.step`` after ``backward`` on its path, unless another backward, an
-        optimizer step, ``update()`` or ``zero_grad()`` consumes or clears the gradients first."""
-        for event in self.facts.timeline.events_by_scope.get(backward.ctx.scope, []):
-            if event.order <= backward.order or not self.facts.tree.on_path(event.ctx, backward.ctx):
-                continue
-            if event.kind is EventKind.SCALER_STEP:
-                return event
-            if event.kind in BACKWARD_KINDS or event.kind in (EventKind.OPTIMIZER_STEP, EventKind.UPDATE, EventKind.ZERO_GRAD):
-                return None
-        return None
 
     # -- whether the file uses AMP at all
     @cached_property

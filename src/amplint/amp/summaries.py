@@ -19,6 +19,8 @@ import unicodedata
 
 import libcst as cst
 
+from amplint.amp.autocast_helpers import helper_autocast
+from amplint.amp.checkpoint_libraries import library_subclasses
 from amplint.amp.checkpoint_shapes import RECORD_TO_DICT, names_optimizer_state, names_scaler_state
 import amplint.semantic.syntax as S
 from amplint.project.outline import Outline, Signature
@@ -56,7 +58,26 @@ def module_summary(facts, outline: Outline) -> ModuleSummary:
     scaler_classes = tuple(
         name for name, methods in outline.classes if any(by_name[m].constructs_scaler for m in methods if m in by_name)
     )
+    functions.extend(library_subclasses(facts, dict(outline.classes), by_name))
     return ModuleSummary(tuple(functions), outline.imports, scaler_classes, outline.defined)
+
+
+def nested_function_summary(facts, function) -> FunctionSummary:
+    """The summary of a function defined inside another function (``def save_ckp(state, path)``
+    nested in ``main()``), which no outline lists: its signature is read from its own ``def``."""
+    node = function.node
+    parameters = node.params
+    positional = (*parameters.posonly_params, *parameters.params)
+    star = parameters.star_arg
+    signature = Signature(
+        name=_identifier(node.name.value), line=facts.position(node.name).start.line,
+        params=tuple(_identifier(p.name.value) for p in positional),
+        keyword_only=tuple(_identifier(p.name.value) for p in parameters.kwonly_params),
+        vararg=_identifier(star.name.value) if isinstance(star, cst.Param) else None,
+        varkw=_identifier(parameters.star_kwarg.name.value) if isinstance(parameters.star_kwarg, cst.Param) else None,
+        defaults=tuple(_identifier(p.name.value) for p in (*positional, *parameters.kwonly_params) if p.default is not None),
+    )
+    return _Reader(facts, signature, function).summary()
 
 
 def _parsed_functions(facts, outline: Outline) -> dict[tuple[str, int], object]:
@@ -156,6 +177,8 @@ class _Reader:
             saved_params=tuple(sorted(self.saved_params)), saved_whole=tuple(sorted(self.saved_whole)),
             restored_params=tuple(sorted(self.restored_params)), scaler_params=tuple(sorted(self.scaler_params)),
             saves=tuple(save for _, save in sorted(self.saves, key=lambda pair: pair[0])), **self.flags,
+            autocast=helper_autocast(self.facts, self.function)
+            if self.function is not None and id(self.function.scope) in self.facts.autocast.returning_scopes else None,
         )
 
     def _line(self, node: cst.CSTNode) -> int:
@@ -282,7 +305,10 @@ class _Reader:
 
     @staticmethod
     def _state_owner(value: cst.CSTNode | None) -> str | None:
-        """``x`` for ``x.state_dict()``, ``x`` for a bare name or attribute ``x``."""
+        """``x`` for ``x.state_dict()``, ``x`` for a bare name or attribute ``x``, and for
+        ``x.state_dict() if x is not None else None`` (either arm ``None``)."""
+        if isinstance(value, cst.IfExp) and S.is_none(value.orelse) != S.is_none(value.body):
+            value = value.body if S.is_none(value.orelse) else value.orelse
         if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and _identifier(value.func.attr.value) == "state_dict":
             return _dotted(value.func.value)
         return _dotted(value) if value is not None else None

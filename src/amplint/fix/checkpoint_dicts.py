@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from amplint.amp.binding_order import may_be_none_where_used
 from amplint.amp.checkpoints import Checkpoint, scaler_key_like
 import amplint.fix.dicts as D
 import amplint.fix.edits as E
@@ -52,7 +53,7 @@ def scaler_unfit(facts, ctx, scalers: list[str], point: str, none_ok: bool = Fal
     if len(scalers) != 1:
         return "several scalers are in scope"
     scaler = scalers[0]
-    if not none_ok and facts.checkpoints.scaler_may_be_none(scaler, ctx):
+    if not none_ok and (facts.checkpoints.scaler_may_be_none(scaler, ctx) or may_be_none_where_used(facts, scaler, ctx)):
         return f"`{scaler}` may be None here"
     if facts.checkpoints.scaler_created_at(scaler, ctx) > ctx.order:
         return f"`{scaler}` is created after {point}"

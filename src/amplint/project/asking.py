@@ -1,9 +1,12 @@
 """Which files ask the project about other modules, and which of their imports they ask about.
 
-Only a file that holds a GradScaler asks (AMP006's checkpoint helpers), and only about an import
-it calls with what looks like training state near the opening parenthesis
-(``save_checkpoint(model, optimizer, ...)``, ``utils.resume(ckpt, ...)``): a model file's dozens
-of library imports are not followed, so linting one model file does not read its library.
+A file that holds a GradScaler asks (AMP006's checkpoint helpers) about an import it calls with
+what looks like training state near the opening parenthesis (``save_checkpoint(model, optimizer,
+...)``, ``utils.resume(ckpt, ...)``); a file that mentions autocast asks about an import named like
+an autocast helper (``from icefall.utils import torch_autocast``: AMP013 needs its dtype); a file
+with ``from pkg.mod import *`` asks what that binds (the names it uses and never binds). A model
+file's dozens of library imports are not followed, so linting one model file does not read its
+library.
 """
 
 from __future__ import annotations
@@ -16,6 +19,11 @@ if TYPE_CHECKING:
     from amplint.project.records import ModuleSummary
 
 ASKING_TOKENS = (b"scaler", b"Scaler")
+# A file that opens an autocast through a helper it imports (``with torch_autocast(...)``) asks
+# about that import: the helper's summary says which dtype it runs in.
+_AUTOCAST = b"autocast"
+# A file with ``from pkg.mod import *`` asks what it binds (``torch``, for a file that never imports it).
+_STAR = re.compile(rb"\bimport[ \t]*\*")
 # In both asking tokens: a file without it, nearly every file of a run, is ruled out in one scan.
 _ASKING_CORE = b"caler"
 _TRAINING_STATE = re.compile(r"optim|\bopt\b|ckpt|checkpoint|state_dict|scaler", re.IGNORECASE)
@@ -48,19 +56,33 @@ def asked_imports(job, data: bytes | None = None) -> ModuleSummary | None:
 
     if data is None:
         data = read_bytes_or_none(job.path)
-    if data is None or not may_ask(data) or not may_have_findings(data, job.settings, job.display or job.path):
+    if data is None:
+        return None
+    scaler, autocast, star = may_ask(data), _AUTOCAST in data, _STAR.search(data) is not None
+    if not (scaler or autocast or star) or not may_have_findings(data, job.settings, job.display or job.path):
         return None
     try:
         text = decode_source(data, job.path).text
     except SourceError:
         return None
     from amplint.project.records import ModuleSummary
-    from amplint.project.imports import scan_imports
+    from amplint.project.imports import STAR_PREFIX, scan_imports
 
-    imports = scan_imports(text)
-    handed = names_handed_training_state(text, {name.local for name in imports})
+    imports = scan_imports(text, stars=star)
+    handed = names_handed_training_state(text, {name.local for name in imports}) if scaler else set()
+    if autocast:
+        handed |= {name.local for name in imports if names_autocast_helper(name)}
+    handed |= {name.local for name in imports if name.local.startswith(STAR_PREFIX)}
     found = tuple(name for name in imports if name.local in handed)
     return ModuleSummary(imports=found) if found else None
+
+
+def names_autocast_helper(name) -> bool:
+    """An import of a project helper named like autocast (``from icefall.utils import
+    torch_autocast``): it may open an autocast whose dtype the file cannot see (torch's own
+    names are known without the project)."""
+    module = name.module.split(".")[0]
+    return "autocast" in name.local.lower() and module not in ("torch", "accelerate", "lightning", "pytorch_lightning")
 
 
 def names_handed_training_state(text: str, names: set[str]) -> set[str]:

@@ -10,7 +10,9 @@ than the rest of the project pass.
 
 - ``reach``: which project files an asked import may name (a few ``stat`` calls);
 - ``build``: whether any of them spells ``GradScaler`` (a read, no parse);
-- ``all``: the whole :class:`~amplint.project.context.ProjectContext` (summaries).
+- ``all``: the whole :class:`~amplint.project.context.ProjectContext` (summaries);
+- ``star``: what a ``from pkg.mod import *`` binds (:mod:`amplint.project.stars`), for the names a
+  file uses and never binds.
 
 It remembers which it was asked. A cache entry records those questions with a digest of their
 answers, and is used again only while the project gives the same answers
@@ -23,10 +25,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from amplint.project.context import ProjectContext, ProjectIndex
+from amplint.project.imports import STAR_PREFIX
+from amplint.project.stars import star_exports
 from amplint.project.records import ModuleSummary
 from amplint.project.resolve import normalized
 
-REACH, BUILD, ALL = "reach", "build", "all"
+REACH, BUILD, ALL, STAR = "reach", "build", "all", "star"
 
 
 class DeferredContext:
@@ -61,6 +65,20 @@ class DeferredContext:
         rule gates ask before the lint; the answers are recorded as the lint's own)."""
         return any(self.reaches(local) and self.may_build_scaler(local) for local in self.imports)
 
+    def star_target(self, name: str) -> str | None:
+        """What the file's ``from pkg.mod import *`` statements bind ``name`` to (``torch``),
+        when they are all modules of the project that show it (the last one that binds it
+        wins, as in Python); ``None`` when one of them may bind it and cannot show how."""
+        found = None
+        for local in self.imports:
+            if not local.startswith(STAR_PREFIX):
+                continue
+            exports = self._ask(STAR, local)
+            if exports is None:
+                return None
+            found = next((target for exported, target in exports if exported == name), found)
+        return found
+
     def get(self) -> ProjectContext | None:
         """Everything the asked imports reach (summarising the modules they name)."""
         self._ask(ALL, "")
@@ -85,9 +103,11 @@ class DeferredContext:
             context = self._whole()
             return context.digest() if context is not None else ""
         imported = self.imports.get(local)
-        if imported is None or kind not in (REACH, BUILD):
+        if imported is None or kind not in (REACH, BUILD, STAR):
             return None
         files = self._files_named(local)
+        if kind == STAR:
+            return star_exports(files[0]) if files else None
         if kind == REACH:
             return [ProjectIndex.display(file, Path(normalized(self.path))) for file in files]
         from amplint.sourcefile import read_bytes_or_none

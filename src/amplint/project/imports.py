@@ -23,7 +23,7 @@ _TOP_LEVEL_LINE = re.compile(r"[\r\n](?=[^\s#])")
 _BLOCK_OPENERS = ("try", "except", "else", "if ", "elif ", "finally")
 
 
-def scan_imports(text: str) -> tuple[ImportedName, ...]:
+def scan_imports(text: str, stars: bool = False) -> tuple[ImportedName, ...]:
     """The module-level imports of ``text`` (and those in a top-level ``try``/``if``), found
     without parsing the whole module: only the import statements themselves are parsed.
 
@@ -55,7 +55,7 @@ def scan_imports(text: str) -> tuple[ImportedName, ...]:
         tree = parse(textwrap.dedent(chunk))
         if tree is not None:
             statements.extend(tree.body)
-    return tuple(imports_of(ast.Module(body=statements, type_ignores=[])))
+    return tuple(imports_of(ast.Module(body=statements, type_ignores=[]), stars))
 
 
 def _line_at(text: str, start: int) -> tuple[str, int]:
@@ -81,8 +81,12 @@ def _in_top_level_block(text: str, top_level: list[int], start: int) -> bool:
     return index >= 0 and text.startswith(_BLOCK_OPENERS, top_level[index])
 
 
-def imports_of(tree: ast.Module) -> list[ImportedName]:
-    """Module-level imports (and those inside a top-level ``try``/``if``)."""
+STAR_PREFIX = "*"  # the local name of ``from pkg.mod import *`` is ``*pkg.mod``: it binds no one name
+
+
+def imports_of(tree: ast.Module, stars: bool = False) -> list[ImportedName]:
+    """Module-level imports (and those inside a top-level ``try``/``if``); with ``stars``, also
+    ``from pkg.mod import *``, as a whole-module import named ``*pkg.mod``."""
     out: list[ImportedName] = []
     statements = list(tree.body)
     while statements:
@@ -103,4 +107,7 @@ def imports_of(tree: ast.Module) -> list[ImportedName]:
             for alias in statement.names:
                 if alias.name != "*":
                     out.append(ImportedName(alias.asname or alias.name, statement.module or "", statement.level, alias.name))
+                elif stars:
+                    module = statement.module or ""
+                    out.append(ImportedName(f"{STAR_PREFIX}{'.' * statement.level}{module}", module, statement.level))
     return out

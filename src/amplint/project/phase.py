@@ -2,7 +2,8 @@
 imports reach, summarised from those modules, when a rule first asks.
 
 Only a file that holds a GradScaler asks (AMP006's checkpoint helpers), and only about the
-imports it calls with training state; the modules those imports name are summarised (cached by
+imports it calls with training state, or a file that mentions autocast, about the imports named
+like an autocast helper; the modules those imports name are summarised (cached by
 content) when a rule linting that file first asks about one of them, in the worker that lints
 it. Every other file is linted with no project context and costs the pass one byte test. A
 module is summarised when it holds any text a summary can record (``torch.save``,
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 # parse keeps every definition holding one (they are among :data:`amplint.focus.EVENT_TOKENS`), so
 # a blanked definition's summary is its signature.
 SUMMARY_TOKENS = ("unscale_", ".scale(", "get_scale", "torch.half", "save(", "clip_grad", "Scaler", "scaler",
-                  "backward", ".step(", ".half(", "half()", "float16", "load_state_dict", "optim")
+                  "backward", ".step(", ".half(", "half()", "float16", "load_state_dict", "optim", "autocast")
 
 SUMMARY_BYTES = tuple(token.encode("ascii") for token in SUMMARY_TOKENS)
 

@@ -5,7 +5,8 @@ a :class:`FunctionSummary`: which training-step effects its body has (unscale, c
 update, a backward on a scaled loss, a scaler built, a model cast), which of its parameters
 reach ``torch.save`` or have their state restored, and the checkpoints it writes. It also lists
 the module's imports, so that another module's ``from utils import save_checkpoint`` can be
-followed. Everything is tuples of strings, ints and bools: summaries are cached as JSON and
+followed, and, for a function that returns or yields an autocast, where that autocast's device
+type and dtype come from. Everything is tuples of strings, ints and bools: summaries are cached as JSON and
 shipped to worker processes.
 """
 
@@ -29,6 +30,19 @@ class SavedCheckpoint:
     complete: bool  # every key is a literal and nothing else is merged in
     optimizer: bool  # holds an optimizer's state
     scaler: bool  # holds a GradScaler's state
+
+
+@dataclass(frozen=True)
+class AutocastHelper:
+    """A function that returns or yields an autocast (a ``@contextmanager`` helper): where that
+    autocast's device type, dtype and ``enabled`` come from when the function is called."""
+
+    device: str  # the device type when the call does not give one ("" unknown)
+    dtype: str = ""  # the dtype when the call does not give one ("": the device's default)
+    device_param: str = ""  # the parameter whose argument is the device type
+    dtype_param: str = ""  # the parameter whose argument is the dtype; "**": the call's ``dtype=``, through ``**kwargs``
+    enabled_param: str = ""  # the same for ``enabled``
+    enabled: str = "True"  # ``enabled`` when the call does not give it: "True", "False", "" (not known)
 
 
 @dataclass(frozen=True)
@@ -58,6 +72,7 @@ class FunctionSummary:
     restored_params: tuple[str, ...] = ()  # parameters whose ``load_state_dict`` is called
     scaler_params: tuple[str, ...] = ()  # parameters used as a GradScaler (or named like one)
     saves: tuple[SavedCheckpoint, ...] = ()
+    autocast: AutocastHelper | None = None  # the autocast the function returns or yields
 
     def has(self, effect: str) -> bool:
         if effect not in EFFECTS:
@@ -108,6 +123,7 @@ class ModuleSummary:
         for item in data["functions"]:
             item = dict(item)
             item["saves"] = tuple(SavedCheckpoint(**{**s, "keys": tuple(s["keys"])}) for s in item["saves"])
+            item["autocast"] = AutocastHelper(**item["autocast"]) if item.get("autocast") is not None else None
             for name in ("params", "keyword_only", "defaults", "saved_params", "saved_whole", "restored_params", "scaler_params"):
                 item[name] = tuple(_strings(item[name]))
             functions.append(FunctionSummary(**item))

@@ -23,12 +23,21 @@ def _module_files(base: Path, dotted: str) -> list[Path]:
 
 
 def search_folders(importer: Path, root: Path) -> list[Path]:
-    """The importing file's folder, then each folder above it up to ``root`` (or only its own, outside ``root``)."""
+    """The importing file's folder, then each folder above it up to ``root``.
+
+    Outside ``root`` (a tree named by an absolute path from elsewhere), the folders above it up
+    to the one its package is imported from: the first without an ``__init__.py``, where Python
+    would find it on ``sys.path``. Either way the answer does not depend on the working directory
+    when the tree is its own project root.
+    """
     folder = importer.parent
     folders = [folder]
     try:
         folder.relative_to(root)
     except ValueError:
+        while (folder / "__init__.py").is_file() and folder.parent != folder:
+            folder = folder.parent
+            folders.append(folder)
         return folders
     while folder != root and folder.parent != folder:
         folder = folder.parent

@@ -72,19 +72,32 @@ class DeprecatedAmpApi(Rule):
     ```
 
     Annotations count as uses (`scaler: Optional[torch.cuda.amp.GradScaler]`, `-> amp.GradScaler`).
+    A name the file never binds but a `from pkg.mod import *` of the project does (`torch`, bound
+    in `pkg/mod.py` by `import torch`) is read as that module binds it; when that module cannot
+    show it (its `__all__` is not a literal list, it star-imports in turn, it binds the name
+    otherwise too, or it is not a module of the project), nothing is reported.
     An import whose names no reported use points back to is reported itself: a name that is not used
     in the file (a re-export), or that is also bound by a stand-in (`class GradScaler: ...` in the
     `except` arm, `GradScaler = None` in the `else` of a version gate). Code that keeps the old name
-    only where the new one is missing is left alone: the `except` arm of a `try` that uses or imports
-    the `torch.amp` name, the branch of an `if` whose other branch does, and the branch an
-    `if hasattr(torch.amp, "GradScaler")` (or `if not hasattr(...)`) takes when the name is missing.
+    only where the new one is missing is left alone: the arm of a `try` that uses or imports the
+    `torch.amp` name which catches a missing API (`except (ImportError, AttributeError, TypeError)`,
+    `except Exception` or a bare `except`); the branch of an `if`/`elif` chain or conditional
+    expression whose other branch uses the new name, when one of the chain's tests asks which torch
+    this is (`hasattr` on `torch` or one of its modules, `torch.__version__`, a version comparison
+    or a name that says it is one, `TORCH_2_4`, `is_torch_version(...)`, or a name this file assigns
+    from such a test); and the branch an `if hasattr(torch.amp, "GradScaler")` (or
+    `if not hasattr(...)`) takes when the name is missing. An arm of a device or precision dispatch
+    (`if t.device.type == "cpu":`, `if torch.cuda.is_available():`, `if precision == "fp16":`) is
+    reported even when another arm uses the new name: every arm of it runs on a current torch, and
+    so does the `except RuntimeError:` retry of a `try`.
 
     ## Fix safety
     The fix is safe: it inserts the device type the old class hard-coded and turns positional
     `autocast` arguments into keywords, so behaviour is unchanged. An import is rewritten only when
     every use of the imported name is rewritten; calls with `*args`/`**kwargs` to `autocast` and
     uses other than a call, a decorator or an annotation (`isinstance(x, autocast)`, `ctx = autocast`)
-    are reported without a fix, and so are reported imports. An annotation is rewritten to the `torch.amp`
+    are reported without a fix, and so are reported imports and uses of a name other than
+    `torch` that a star import binds (its import is in the other module). An annotation is rewritten to the `torch.amp`
     class, which the old class subclasses, so every value it allowed is still allowed. A guard that asks
     for the old name (`if hasattr(torch.cuda.amp, "custom_fwd"):`, `hasattr(torch, "get_autocast_gpu_dtype")`)
     is rewritten in the same fix as the uses it guards, so that it asks for the new name; when one of
@@ -294,6 +307,11 @@ class DeprecatedAmpApi(Rule):
             use.replacement = E.insert_arg(call.with_changes(func=new_func), 0, E.positional(E.string_literal(replacement.device)))
             return
         device, member = replacement.device, replacement.member
+        head = ref.parts[0]
+        if not self.facts.bindings.bindings_of(head, ref.ctx.scope) and self.facts.bindings.lookup(head, ref.ctx.scope) != "torch":
+            # ``amp`` bound by ``from helpers import *``: its import is in the other module
+            use.reason = f"`{head}` comes from a star import: change the import where it is written"
+            return
         new_ref = self._rewritten_reference(ref)
         if member in ("GradScaler", "autocast") and self.facts.compat.in_annotation(ref.node):
             # The torch.amp classes are the bases of the old ones (since 2.3), so every value the

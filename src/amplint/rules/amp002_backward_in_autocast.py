@@ -207,8 +207,33 @@ class BackwardInAutocast(Rule):
 
     def _regions(self, event: Event) -> list:
         """The enabled autocast regions around the event that can be autocast (a ``with amp_autocast():``
-        whose parameter only ever holds ``suppress`` is not one)."""
-        return [r for r in self.facts.autocast.enclosing_autocast(event.ctx) if r.may_be_autocast]
+        whose parameter only ever holds ``suppress`` is not one), less those the event's own branch
+        switches off (the ``else`` of ``if args.amp:`` inside ``autocast(enabled=args.amp)``)."""
+        return [
+            r for r in self.facts.autocast.enclosing_autocast(event.ctx)
+            if r.may_be_autocast and not self._disabled_on_this_arm(r, event)
+        ]
+
+    def _disabled_on_this_arm(self, region, event: Event) -> bool:
+        """The region's ``enabled=`` is a test the event sits in the false arm of, inside the
+        ``with``, and nothing in the block assigns what the test reads."""
+        facts = self.facts
+        enabled = S.keyword_arg_value(region.call, "enabled") if region.call is not None else None
+        if enabled is None or not isinstance(region.node, cst.With):
+            return False
+        text, negated = facts.tree.condition_key(enabled)
+        reads = {".".join(ref.parts) for ref in facts.references_within(enabled)}
+        if any(target in reads for a in facts.assignments_in(event.ctx.scope)
+               if facts.tree.contains(region.node, a.node) for target in a.targets):
+            return False
+        for branch in event.ctx.branches:
+            test = getattr(branch.node, "test", None)
+            if test is None or branch.part not in ("body", "orelse") or not facts.tree.contains(region.node, branch.node):
+                continue
+            test_text, test_negated = facts.tree.condition_key(test)
+            if test_text == text and ((branch.part == "body") != test_negated) == negated:
+                return True  # on this arm the flag has the value that switches the region off
+        return False
 
     def _message(self, event: Event, line: int) -> str:
         what = _WHAT.get(event.kind) or f"`{event.site.func_text or 'scaler.step'}()`"

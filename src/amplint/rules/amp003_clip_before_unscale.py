@@ -7,6 +7,7 @@ from typing import Iterator
 import libcst as cst
 
 from amplint.amp import Event, EventKind
+import amplint.scaler_protocol as P
 from amplint.fix import Fix, NoFix
 import amplint.fix.edits as E
 from amplint.model import FixSafety
@@ -267,41 +268,47 @@ class ClipBeforeUnscale(Rule):
 
     # -- deciding
     def _examine(self, clip: Event, events: list[Event]) -> _Clip | None:
-        facts, flow = self.facts, self.facts.control_flow
+        """A clip the GradScaler protocol runs while the gradients it touches still carry the
+        scale, on some path to the scaler's next ``step``."""
+        facts = self.facts
         step = facts.iterations.next_scaler_step_in_function(clip)
         if step is None or step.scaler is None:
             return None
         if not facts.scaling.is_scaler(step.scaler) or facts.scaling.scaler_provably_disabled(step.scaler, step.ctx.scope):
             return None
-        before = [e for e in events if e is not clip and flow.reaches(e.ctx, clip.ctx)]
-        backwards = self._last_backwards(before, clip)
-        scaled = [b for b in backwards if b.kind is K.SCALE_BACKWARD]
-        if backwards and not scaled:
-            return None  # an unscaled backward: the gradients are not scaled (AMP008's business)
-        backward = scaled[-1] if scaled else None
-        if backward is None:
-            # The backward runs in another method (``optimizer_step`` of a trainer class): only when
-            # nothing in this file unscales this scaler elsewhere.
-            if facts.iterations.events_of(None, K.UNSCALE, step.scaler):
-                return None
-            if any(e.kind is K.SCALE_BACKWARD and flow.between(clip.ctx, e.ctx, step.ctx) for e in events):
-                return None
         optimizers = self._clipped_optimizers(clip, step)
-        for unscale in before:
-            if unscale.kind is K.UNSCALE and (backward is None or flow.between(backward.ctx, unscale.ctx, clip.ctx)):
-                if optimizers is None or unscale.optimizer is None or unscale.optimizer in optimizers:
-                    return None
-        if facts.iterations.may_unscale_between(backward.ctx if backward is not None else None, clip.ctx):
+        states = [state for run, state in facts.protocol.states_before(clip) if step.scaler in run.names]
+        if states and all(all(t.grads is None for t in state.values()) for state in states):
+            return self._scaled_elsewhere(clip, step, events, optimizers)
+        scaled = [state for state in states if self._clips_scaled(state, optimizers)]
+        if not scaled:
             return None
-        return _Clip(clip, step, optimizers, after_unscaled_too=len(scaled) < len(backwards))
+        plain = any(any(t.grads is P.Grads.TRUE and t.stage is P.Stage.READY for t in state.values()) for state in states)
+        return _Clip(clip, step, optimizers, after_unscaled_too=plain)
 
-    def _last_backwards(self, before: list[Event], clip: Event) -> list[Event]:
-        """The backwards that are the last one before the clip on some path: one, or one per
-        branch (``if fp16: scaler.scale(loss).backward() else: loss.backward()``)."""
-        flow = self.facts.control_flow
-        candidates = [e for e in before if e.kind is K.SCALE_BACKWARD or e.kind in _UNSCALED_BACKWARDS]
-        last = {id(ctx) for ctx in flow.last_before([event.ctx for event in candidates], clip.ctx)}
-        return [event for event in candidates if id(event.ctx) in last]
+    @staticmethod
+    def _clips_scaled(state: dict, optimizers: list[str] | None) -> bool:
+        """On this path the clip touches gradients still multiplied by the scale: an optimizer it
+        clips is READY with scaled gradients, and none it may clip was unscaled."""
+        relevant = [state[o] for o in (optimizers if optimizers is not None else state) if o in state]
+        if not relevant or any(t.stage is P.Stage.UNSCALED for t in relevant):
+            return False
+        return any(t.stage is P.Stage.READY and t.grads is P.Grads.SCALED for t in relevant)
+
+    def _scaled_elsewhere(self, clip: Event, step: Event, events: list[Event], optimizers: list[str] | None) -> _Clip | None:
+        """No backward runs before the clip in this function (the backward is another method's,
+        ``optimizer_step`` of a trainer class): the gradients are taken to be scaled when nothing
+        in this file unscales this scaler and no scaled backward runs between the clip and the step."""
+        facts = self.facts
+        if facts.iterations.events_of(None, K.UNSCALE, step.scaler):
+            return None
+        if any(e.kind is K.SCALE_BACKWARD and facts.control_flow.between(clip.ctx, e.ctx, step.ctx) for e in events):
+            return None
+        if any(e.kind in (K.SCALE_BACKWARD, *_UNSCALED_BACKWARDS) and facts.control_flow.reaches(e.ctx, clip.ctx) for e in events):
+            return None
+        if facts.iterations.may_unscale_between(None, clip.ctx):
+            return None
+        return _Clip(clip, step, optimizers)
 
     def _clipped_optimizers(self, clip: Event, step: Event) -> list[str] | None:
         """Optimizers whose parameters the clip touches, in step order; ``None`` when unknown."""

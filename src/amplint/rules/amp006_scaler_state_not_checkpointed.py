@@ -8,7 +8,7 @@ import libcst as cst
 from amplint.amp import Event
 from amplint.amp.checkpoint_helpers import CheckpointHelperFacts, HelperCheckpoint, state_dict_methods
 from amplint.amp.checkpoint_keys import unwritten_scaler_key
-from amplint.amp.binding_order import may_be_bound_at, set_before
+from amplint.amp.binding_order import may_be_bound_at, not_restorable_at, set_before
 from amplint.amp.checkpoints import Checkpoint, scaler_key_like
 from amplint.amp.checkpoints import scaler_key_like as _styled_key  # noqa: F401 - the fix-shape tests import it here
 from amplint.fix import Fix, NoFix
@@ -40,12 +40,18 @@ class ScalerStateNotCheckpointed(Rule):
     - checkpoint helpers, in the same file or in another module of the project
       (`save_checkpoint(model, optimizer, epoch, path)` from `utils.py`), methods of a saver object
       of a class of this file (`saver = CheckpointSaver(...); saver.save_model(model, optimizer)`), and the checkpointers of
-      timm (`CheckpointSaver`, `resume_checkpoint`) and fvcore/detectron2 (`Checkpointer`), called
-      with the optimizer but not the scaler; a dict handed to a helper that saves it as it is
-      (`save_checkpoint(state, is_best)`, `save_on_master(...)`) is checked like a `torch.save`.
+      timm (`CheckpointSaver`, `resume_checkpoint`) and fvcore/detectron2 (`Checkpointer`, and a
+      subclass of one without an `__init__` of its own), called with the optimizer but not the
+      scaler; a dict handed to a helper that saves it as it is (`save_checkpoint(state, is_best)`,
+      `save_on_master(...)`, a pass-through `def save_ckp(state, path)` nested in `main()`) is
+      checked like a `torch.save`. A helper of this file that only hands its parameters on to
+      another (`save_checkpoint(params, model, optimizer=None, scaler=None)` calling the library's
+      `save_checkpoint(..., scaler=scaler)`) is read as the one it calls, and an entry
+      `optimizer.state_dict() if optimizer is not None else None` saves the optimizer.
 
     On the resume side it finds code that restores the optimizer (`optimizer.load_state_dict(...)`,
-    or a loader helper) but never the scaler, and a scaler restored from a key
+    or a loader helper) but never the scaler, including a resume that runs before the scaler is
+    built (yolov5's `smart_resume`: the state is lost all the same), and a scaler restored from a key
     (`scaler.load_state_dict(ckpt["scaler"])`) that no checkpoint saved in the file or the modules
     it imports ever writes.
 
@@ -85,7 +91,10 @@ class ScalerStateNotCheckpointed(Rule):
     before the fix still load. A helper with a scaler parameter the call leaves out
     (`save_checkpoint(..., scaler=None)`) is passed the scaler (`scaler=scaler`). No fix is offered
     when the scaler may be `None` there, when `self.scaler` is not set by `__init__` or earlier on
-    every path of the calling method (it may not exist yet when the call runs), when a nested
+    every path of the calling method (it may not exist yet when the call runs), when a restore
+    would read a scaler that does not exist yet on every path there or that is built again
+    afterwards (`__init__` resumes before `train()` builds `self.scaler`: the restore would raise,
+    and the new scaler would throw the restored state away), when a nested
     helper is defined before its enclosing function binds the scaler, when several scalers are in scope, when the checkpoint
     variable cannot be seen, when a helper has no scaler parameter (the helper must change, in its
     own file), for dataclass snapshots (they need a field) and for a scaler key no save writes.
@@ -301,6 +310,7 @@ class ScalerStateNotCheckpointed(Rule):
 
     def _load_fix(self, event: Event, scalers: list[str]) -> Fix | NoFix:
         reason = scaler_unfit(self.facts, event.ctx, scalers, "the optimizer is restored")
+        reason = reason or not_restorable_at(self.facts, scalers[0], event.ctx)
         if reason is not None:
             return NoFix(reason)
         scaler = scalers[0]
@@ -335,12 +345,14 @@ class ScalerStateNotCheckpointed(Rule):
     def _check_helper(self, helper: HelperCheckpoint) -> Violation | None:
         site, callee = helper.site, helper.callee
         scalers = list(helper.scalers)
-        if helper.side != "save":
-            # A resume before the scaler exists (yolov5 builds it after smart_resume) could not
-            # have restored it: the checkpoint's save side is where the state is missing.
-            scalers = [s for s in scalers if may_be_bound_at(self.facts, s, site)]
-            if not scalers:
-                return None
+        if helper.side != "save" and not any(may_be_bound_at(self.facts, s, site) for s in scalers):
+            # The resume runs before the scaler is built (yolov5 builds it after smart_resume): the
+            # state is lost all the same, but no restore can go here until the scaler moves up.
+            names = ", ".join(f"`{s}`" for s in scalers)
+            return self.violation(site.node, (
+                f"{callee.where} restores the optimizer state it is handed but the GradScaler ({names}) is built only "
+                "after this resume, so its state is never restored: the resumed run restarts at scale 65536 and skips steps"
+            ), fix=NoFix("build the GradScaler before the resume, then restore its state there"))
         if helper.whole is not None:
             checkpoint = self.facts.checkpoints.checkpoint_value(helper.whole, site.ctx)
             if checkpoint is None:
@@ -381,6 +393,9 @@ class ScalerStateNotCheckpointed(Rule):
         scaler = helper.scalers[0]
         if scaler.startswith("self.") and not set_before(self.facts, scaler, site):
             return NoFix(f"`{scaler}` may not be set yet when this call runs")
+        reason = not_restorable_at(self.facts, scaler, site.ctx) if helper.side == "load" else None
+        if reason is not None:
+            return NoFix(reason)
         call = site.node
         arg = E.keyword(helper.scaler_param, cst.parse_expression(scaler))
         return Fix.safe(f"Pass `{helper.scaler_param}={scaler}`", {call: E.insert_arg(call, len(call.args), arg)})

@@ -4,7 +4,7 @@ from typing import Iterator
 
 import libcst as cst
 
-from amplint.amp import BACKWARD_KINDS, Event, EventKind
+from amplint.amp import Event, EventKind
 from amplint.fix import Fix, NoFix
 from amplint.model import FixSafety
 from amplint.rules.base import Invalid, Rule, Violation
@@ -120,66 +120,46 @@ class OptimizerStepBypassesScaler(Rule):
 
     def check(self) -> Iterator[Violation]:
         facts = self.facts
-        for events in facts.timeline.events_by_scope.values():
-            for event in events:
-                if event.kind != EventKind.OPTIMIZER_STEP or event.call.args:
-                    continue  # ``optimizer.step(closure)``: LBFGS-style, the closure owns the backward
-                backwards = self._scaled_backwards(event, events)
-                if not backwards:
-                    continue
-                if facts.training.amp_gate(event.ctx, backwards[0].ctx) is not None:
-                    continue  # the non-AMP path of an ``if use_amp`` / ``if scaler is not None`` test
-                scalers = sorted({facts.scaling.backward_scaler(b) or "" for b in backwards})
-                line = facts.position(backwards[0].call).start.line
-                optimizer = event.optimizer or facts.code(event.call.func.value)  # type: ignore[attr-defined]
-                scaler = scalers[0] if len(scalers) == 1 else None
-                message = (
-                    f"`{optimizer}.step()` runs on gradients scaled by `{scalers[0]}.scale(...)` (line {line}): "
-                    f"the step is ~65536x too large and inf/NaN steps are not skipped; "
-                    f"use `{scalers[0]}.step({optimizer})`"
-                )
-                if scaler is None:
-                    yield self.violation(event.call, message, fix=NoFix("backwards through several scalers reach this step"))
-                    continue
-                func = event.call.func
-                assert isinstance(func, cst.Attribute)
-                replacement = cst.Call(
-                    func=cst.Attribute(value=cst.parse_expression(scaler), attr=cst.Name("step")),
-                    args=[cst.Arg(value=func.value)],
-                )
-                fix = Fix.safe(f"Replace with `{scaler}.step({optimizer})`", {event.call: replacement})
-                yield self.violation(event.call, message, fix=fix)
-
-    def _scaled_backwards(self, step: Event, events: list[Event]) -> list[Event]:
-        """The scaled backwards whose gradients this ``optimizer.step()`` consumes, nearest first.
-
-        Those with a path to the step in one iteration on which no ``zero_grad``, ``update`` or
-        other step of this optimizer runs. ``scaler.unscale_(optimizer)`` on such a path means
-        the gradients were unscaled (not this rule's case); an unscaled backward after a scaled
-        one on its way to the step mixes the two, and the rule stays silent.
-        """
-        facts, flow = self.facts, self.facts.control_flow
-        prior = [e for e in events if e is not step and flow.reaches(e.ctx, step.ctx)]
-        blockers = [
-            e.ctx for e in prior
-            if e.kind in (EventKind.UPDATE, EventKind.ZERO_GRAD)
-            or (e.kind in (EventKind.OPTIMIZER_STEP, EventKind.SCALER_STEP) and e.optimizer == step.optimizer)
-        ]
-        live = [e for e in prior if flow.reaches_avoiding(e.ctx, step.ctx, blockers)]
-        if any(e.kind == EventKind.UNSCALE and e.optimizer == step.optimizer for e in live):
-            return []
-        backwards = [e for e in live if e.kind in BACKWARD_KINDS]
-        scaled = [(e, facts.scaling.backward_scaler(e)) for e in backwards]
-        plain = [e.ctx for e, scaler in scaled if scaler is None]
-        found = []
-        for event, scaler in scaled:
-            # Only the last scaled backward of a path counts (``if a: ... else: ...`` gives one per branch).
-            later = [e.ctx for e, s in scaled if s is not None and e is not event]
-            if scaler is None or not flow.reaches_avoiding(event.ctx, step.ctx, blockers + later):
+        for event in facts.timeline.events:
+            if event.kind != EventKind.OPTIMIZER_STEP or event.call.args:
+                continue  # ``optimizer.step(closure)``: LBFGS-style, the closure owns the backward
+            backwards = self._scaled_backwards(event)
+            if not backwards:
                 continue
-            if any(flow.between(event.ctx, p, step.ctx) for p in plain):
-                return []  # an unscaled backward after it on the way to the step: mixed, stay silent
-            if facts.scaling.scaler_provably_disabled(scaler, event.ctx.scope):
+            if facts.training.amp_gate(event.ctx, backwards[0].ctx) is not None:
+                continue  # the non-AMP path of an ``if use_amp`` / ``if scaler is not None`` test
+            scalers = sorted({facts.scaling.backward_scaler(b) or "" for b in backwards})
+            line = facts.position(backwards[0].call).start.line
+            optimizer = event.optimizer or facts.code(event.call.func.value)  # type: ignore[attr-defined]
+            scaler = scalers[0] if len(scalers) == 1 else None
+            message = (
+                f"`{optimizer}.step()` runs on gradients scaled by `{scalers[0]}.scale(...)` (line {line}): "
+                f"the step is ~65536x too large and inf/NaN steps are not skipped; "
+                f"use `{scalers[0]}.step({optimizer})`"
+            )
+            if scaler is None:
+                yield self.violation(event.call, message, fix=NoFix("backwards through several scalers reach this step"))
+                continue
+            func = event.call.func
+            assert isinstance(func, cst.Attribute)
+            replacement = cst.Call(
+                func=cst.Attribute(value=cst.parse_expression(scaler), attr=cst.Name("step")),
+                args=[cst.Arg(value=func.value)],
+            )
+            fix = Fix.safe(f"Replace with `{scaler}.step({optimizer})`", {event.call: replacement})
+            yield self.violation(event.call, message, fix=fix)
+
+    def _scaled_backwards(self, step: Event) -> list[Event]:
+        """The scaled backwards whose gradients this ``optimizer.step()`` consumes, on a path the
+        GradScaler protocol says steps them still scaled, nearest first. A scaler built with
+        ``enabled=False`` scales nothing."""
+        facts = self.facts
+        found: list[Event] = []
+        for misuse in facts.protocol.misuses_at(step):
+            backward = misuse.before.grads_by
+            if misuse.misuse.code != self.code or backward is None or backward in found:
+                continue
+            if facts.scaling.scaler_provably_disabled(facts.scaling.backward_scaler(backward), backward.ctx.scope):
                 return []
-            found.append(event)
-        return found[::-1]
+            found.append(backward)
+        return facts.in_walk_order(found)[::-1]

@@ -1,15 +1,33 @@
 from __future__ import annotations
 
 from textwrap import dedent
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Iterator
 
 import libcst as cst
 
+import amplint.scaler_protocol as protocol
 from amplint.amp import Event, EventKind
 from amplint.fix import Fix, NoFix
 from amplint.model import FixSafety
 from amplint.rules.base import SCALER_TRIGGERS, Invalid, Rule, Violation
 import amplint.semantic.syntax as S
+
+
+@dataclass
+class _Callers:
+    """What the callers of a backward helper pass for its loss parameter."""
+
+    name: str
+    public: bool  # importable from other modules, whose callers this file cannot see
+    scaled: list = field(default_factory=list)
+    unscaled: list = field(default_factory=list)
+    unknown: list = field(default_factory=list)
+
+
+def _as_unsafe(fix: Fix | None) -> Fix | None:
+    return Fix.unsafe(fix.message, fix.changes, fix.group) if fix is not None else None
 
 
 class UnscaledBackward(Rule):
@@ -71,6 +89,14 @@ class UnscaledBackward(Rule):
     `scaler.scale(loss).backward()`. A discarded `scaler.scale(...)` elsewhere is reported without
     a fix.
 
+    When the loss is a parameter of the function (`def _backward(self, loss)`), its callers
+    decide: if every caller in the file passes `scaler.scale(loss)` the function is right and
+    nothing is reported; if they disagree, the callers that pass an unscaled loss are reported,
+    without a fix; if nobody in the file calls it, nothing is reported (its callers elsewhere may
+    scale). When every caller in the file passes an unscaled loss the backward is reported, and
+    its fix is safe only for a private function (`_name`, or one nested in another): a public one
+    may have callers in other modules that scale, so there the fix is unsafe.
+
     ## References
     - [Automatic Mixed Precision examples: typical mixed precision training](https://pytorch.org/docs/stable/notes/amp_examples.html#typical-mixed-precision-training)
     - [torch.amp.GradScaler.scale](https://pytorch.org/docs/stable/amp.html#torch.amp.GradScaler.scale)
@@ -80,8 +106,11 @@ class UnscaledBackward(Rule):
     code = "AMP008"
     name = "unscaled-backward"
     summary = "Backward on an unscaled loss while `scaler.step` unscales the gradients"
-    fix_safety = FixSafety.SAFE
-    fix_withheld = "for a discarded `scaler.scale(...)` not directly followed by a `.backward()` on it"
+    fix_safety = FixSafety.SOMETIMES
+    fix_withheld = (
+        "for a discarded `scaler.scale(...)` not directly followed by a `.backward()` on it, and at a caller "
+        "that passes an unscaled loss to a helper the other callers give a scaled one"
+    )
     triggers = SCALER_TRIGGERS
 
     valid = (
@@ -184,9 +213,7 @@ class UnscaledBackward(Rule):
                 yield self._discarded_scale(scale)
             for event in events:
                 if event.kind is EventKind.BACKWARD and event not in merged:
-                    violation = self._unscaled_backward(event)
-                    if violation is not None:
-                        yield violation
+                    yield from self._unscaled_backward(event)
 
     # -- ``scaler.scale(loss)`` as a statement
     def _discarded_scale(self, scale: Event) -> Violation:
@@ -209,20 +236,97 @@ class UnscaledBackward(Rule):
         return self.violation(call, message, fix=fix)
 
     # -- ``loss.backward()`` followed by ``scaler.step(optimizer)``
-    def _unscaled_backward(self, event: Event) -> Violation | None:
+    def _dividing_step(self, backward: Event) -> Event | None:
+        """The scaler ``step`` (or ``unscale_``) that divides this backward's gradients by the
+        scale on some feasible path, as the GradScaler protocol runs."""
+        for found in self._never_scaled.get(backward, ()):
+            return found.event
+        return None
+
+    def _loss_from_callers(self, backward: Event) -> "_Callers | None":
+        """When the backward's tensor is a parameter of its function (``def _backward(self, loss)``),
+        what the same-file callers pass for it; ``None`` when it is not a parameter."""
+        facts = self.facts
+        receiver = backward.receiver
+        function = facts.callgraph.function_of(backward.ctx.scope)
+        if function is None or receiver is None or receiver not in function.params:
+            return None
+        if any(facts.control_flow.reaches(a.ctx, backward.ctx) for a in facts.assignments_to(receiver, backward.ctx.scope)
+               if a.ctx.scope is backward.ctx.scope):
+            return None  # reassigned on the way: the function computes it
+        name = function.node.name.value
+        out = _Callers(name, public=not name.startswith("_") and function.ctx.scope.kind != "function")
+        sites = facts.callgraph.callers_of(function)
+        if not sites:
+            out.unknown.append(None)  # nobody here calls it: whoever does may scale the loss
+        for site in sites:
+            argument = facts.callgraph.argument_for(site, function, receiver)
+            verdict = self._scaled_argument(argument, site)
+            if verdict is False and facts.training.amp_gate(site.ctx) is not None:
+                continue  # the FP32 arm of ``if scaler is not None:`` / ``if use_amp:``: it steps without the scaler
+            (out.scaled if verdict is True else out.unscaled if verdict is False else out.unknown).append(site)
+        return out
+
+    def _scaled_argument(self, argument, site) -> bool | None:
+        """``scaler.scale(loss)`` (or a name only ever assigned one) is scaled, a plain tensor is not;
+        ``None`` when it cannot be told."""
+        facts = self.facts
+        if argument is None:
+            return None
+        scales = [e for e in facts.timeline.events_by_scope.get(site.ctx.scope, []) if e.kind is EventKind.SCALE]
+        if any(facts.tree.contains(argument, e.call) for e in scales):
+            return True
+        text = S.dotted(argument)
+        if text is None:
+            return False if isinstance(argument, (cst.Call, cst.BinaryOperation, cst.Subscript)) and "scale" not in facts.code(argument).lower() else None
+        assigned = [a for a in facts.assignments_to(text, site.ctx.scope) if a.ctx.scope is site.ctx.scope and a.value is not None]
+        if not assigned:
+            return None
+        scaled = [any(facts.tree.contains(a.value, e.call) for e in scales) for a in assigned]
+        return True if all(scaled) else False if not any(scaled) and "scale" not in text.lower() else None
+
+    @cached_property
+    def _never_scaled(self) -> dict[Event, list]:
+        out: dict[Event, list] = {}
+        for event in self.facts.timeline.events:
+            if event.kind in (EventKind.SCALER_STEP, EventKind.UNSCALE):
+                for found in self.facts.protocol.misuses_at(event):
+                    if found.misuse is protocol.NEVER_SCALED and found.before.grads_by is not None:
+                        out.setdefault(found.before.grads_by, []).append(found)
+        return out
+
+    def _unscaled_backward(self, event: Event) -> Iterator[Violation]:
+        violation = self._checked_backward(event)
+        if violation is None:
+            return
+        callers = self._loss_from_callers(event)
+        if callers is None:
+            yield violation
+        elif callers.unscaled and not callers.scaled and not callers.unknown:
+            if callers.public:
+                # callers in other modules may hand in a scaled loss: rewriting the helper would scale theirs twice
+                violation.fix = _as_unsafe(violation.fix)
+            yield violation
+        elif callers.unscaled and callers.scaled and not callers.unknown:
+            for site in callers.unscaled:  # the helper is right for the callers that scale: report the others
+                yield self.violation(site.node, (
+                    f"`{self.facts.code(site.node.func)}(...)` passes an unscaled loss, but the other callers of "
+                    f"`{callers.name}` pass `scaler.scale(loss)` and it steps through the scaler: this call's update is "
+                    "~65536x too small; pass the scaled loss here too"
+                ), fix=NoFix("scale the loss this caller passes, as the other callers do"))
+
+    def _checked_backward(self, event: Event) -> Violation | None:
         facts = self.facts
         call = event.call
         if S.positional_args(call) or S.has_star_args(call):
             return None  # ``accelerator.backward(loss)`` / ``x.backward(grad)``: a wrapper or a vector-Jacobian product
-        if facts.scaling.backward_scaler(event) is not None:
-            return None
         func = call.func
         if not isinstance(func, cst.Attribute):
             return None
         receiver_text = facts.code(func.value)
         if "scale" in receiver_text.lower():
             return None  # ``scaled_loss.backward()``, ``self.scale_loss(loss).backward()``
-        step = facts.scaling.next_scaler_step(event)
+        step = self._dividing_step(event)
         if step is None or step.scaler is None or facts.scaling.is_disabled_scaler(step.scaler):
             return None
         if facts.training.amp_gate(event.ctx, step.ctx) is not None:
@@ -231,7 +335,8 @@ class UnscaledBackward(Rule):
             return None  # reported once, at the discarded ``scaler.scale(loss)``
         scaler = step.scaler
         loss = S.without_parens(func.value)
-        step_text = f"{scaler}.step({step.optimizer or '...'})"
+        method = "unscale_" if step.kind is EventKind.UNSCALE else "step"
+        step_text = f"{scaler}.{method}({step.optimizer or '...'})"
         message = (
             f"`{receiver_text}.backward()` runs on an unscaled loss but `{step_text}` (line "
             f"{facts.position(step.call).start.line}) divides the gradients by the scale: the update is "

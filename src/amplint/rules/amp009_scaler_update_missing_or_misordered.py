@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from textwrap import dedent
+from functools import cached_property
 from typing import Iterator
 
 import libcst as cst
@@ -220,22 +221,33 @@ class ScalerUpdateMissingOrMisordered(Rule):
 
     # -- update() before the step, or between two optimizers' steps
     def _misordered_update(self, update: Event, events: list[Event]) -> Violation | None:
+        """The GradScaler protocol's two verdicts on an ``update()`` in the iteration: it runs
+        with no step recorded while a step follows, or it changes the scale between two
+        optimizers' steps, so the later one unscales by the wrong scale."""
         facts = self.facts
         scaler = update.scaler
         steps = facts.iterations.steps_beside(update)
         if not steps or facts.training.iteration_loop(update.ctx) is None and not any(e.kind in BACKWARD_KINDS for e in events):
             return None
         flow = facts.control_flow
-        before = [s for s in steps if flow.reaches(s.ctx, update.ctx)]
-        after = [s for s in steps if flow.reaches(update.ctx, s.ctx)]
+        rescaled = self._rescaled_by.get(update, [])
+        after = rescaled or [s for s in steps if flow.reaches(update.ctx, s.ctx)]
         if not after:
             return None
-        if facts.iterations.backward_between(update, after[0]):
-            return None  # a new scale/step/update cycle starts before the next step
         if not set(update.ctx.branches) <= set(after[0].ctx.branches):
             return None  # ``if step > 0: scaler.update()`` and the like: a guarded update
         next_line = facts.position(after[0].call).start.line
-        if not before:
+        if rescaled:
+            before = [s for s in steps if flow.reaches(s.ctx, update.ctx) and s.optimizer != after[0].optimizer]
+            first = before[-1].optimizer if before else "..."
+            message = (
+                f"`{scaler}.update()` runs between `{scaler}.step({first})` and "
+                f"`{scaler}.step({after[0].optimizer})` (line {next_line}): it changes "
+                f"the scale while the second optimizer's gradients carry the old one; update once after the last step"
+            )
+        elif any(found.misuse is protocol.UPDATED_WITHOUT_STEP for found in facts.protocol.misuses_at(update)):
+            if facts.iterations.backward_between(update, after[0]):
+                return None  # a new scale/step/update cycle starts before the next step
             acc = facts.training.accumulation_branch(after[0].ctx)
             if acc is not None and not facts.tree.under_same_condition(update.ctx, acc):
                 return None  # AMP012: update per micro-batch, step under the accumulation test
@@ -247,15 +259,21 @@ class ScalerUpdateMissingOrMisordered(Rule):
                 f"`{protocol.UPDATE_WITHOUT_STEP}`; call it after the last step"
             )
         else:
-            first = before[-1]
-            if all(s.optimizer == first.optimizer for s in after):
-                return None
-            message = (
-                f"`{scaler}.update()` runs between `{scaler}.step({first.optimizer})` and "
-                f"`{scaler}.step({after[0].optimizer})` (line {next_line}): it changes "
-                f"the scale while the second optimizer's gradients carry the old one; update once after the last step"
-            )
+            return None
         return self.violation(update.call, message, fix=self._move_fix(update, steps))
+
+    @cached_property
+    def _rescaled_by(self) -> dict[Event, list[Event]]:
+        """Each ``update()`` with the later steps that unscale gradients made with the scale it changed."""
+        out: dict[Event, list[Event]] = {}
+        for step in self.facts.timeline.events:
+            if step.kind is not K.SCALER_STEP:
+                continue
+            for found in self.facts.protocol.misuses_at(step):
+                update = found.before.stage_by
+                if found.misuse is protocol.RESCALED and update is not None and update.kind is K.UPDATE and step not in out.get(update, []):
+                    out.setdefault(update, []).append(step)
+        return out
 
     def _overflow_skip(self, skip) -> Violation:
         scaler = skip.backward.scaler
@@ -326,7 +344,9 @@ class ScalerUpdateMissingOrMisordered(Rule):
             (u.scaler == scaler or u.scaler not in stepped) and facts.control_flow.may_run_together(u.ctx, step.ctx)
             for u in iteration.of(K.UPDATE)
         ):
-            return None  # an update in the iteration (a misplaced one is reported at the update)
+            return None  # an update in the iteration: a misplaced one is reported at the update
+        if not facts.protocol.steps_left_at_pass_end(step, iteration.loop.node if iteration.loop is not None else None):
+            return None  # the protocol: no feasible path leaves the pass with this step's optimizer stepped
         if facts.iterations.update_may_follow(step, iteration):
             return None
         steps = [e for e in iteration.of(K.SCALER_STEP) if e.scaler == scaler and facts.control_flow.may_run_together(e.ctx, step.ctx)]

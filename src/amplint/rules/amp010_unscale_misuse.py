@@ -142,62 +142,76 @@ class UnscaleMisuse(Rule):
     )
 
     def check(self) -> Iterator[Violation]:
-        for event in self.facts.timeline.events:
+        facts = self.facts
+        for event in facts.timeline.events:
             if event.kind is not EventKind.UNSCALE or event.scaler is None or event.optimizer is None:
                 continue
-            if self.facts.scaling.is_disabled_scaler(event.scaler):
+            if facts.scaling.is_disabled_scaler(event.scaler):
                 continue
-            message = self._twice(event) or self._after_step(event) or self._per_microbatch(event)
+            message = self._in_one_pass(event) or self._on_the_next_pass(event)
             if message:
                 yield self.violation(event.call, message, fix=NoFix("choose which call to keep"))
 
-    def _twice(self, event: Event) -> str | None:
-        earlier = self.facts.scaling.still_in_force(event, EventKind.UNSCALE)
-        if earlier is None:
-            return None
-        return (
-            f"`{event.scaler}.unscale_({event.optimizer})` is already called on line "
-            f"{self.facts.position(earlier.call).start.line} with no `{event.scaler}.update()` in between: raises "
-            f"`{protocol.UNSCALE_TWICE}`"
-        )
+    def _in_one_pass(self, event: Event) -> str | None:
+        """The protocol's verdict on one path through the function, in one iteration."""
+        for found in self.facts.protocol.misuses_at(event):
+            if found.misuse.code != self.code or found.before.stage_by is None:
+                continue
+            line = self.facts.position(found.before.stage_by.call).start.line
+            if found.misuse is protocol.UNSCALED_TWICE:
+                return (
+                    f"`{event.scaler}.unscale_({event.optimizer})` is already called on line {line} with no "
+                    f"`{event.scaler}.update()` in between: raises `{protocol.UNSCALE_TWICE}`"
+                )
+            return (
+                f"`{event.scaler}.unscale_({event.optimizer})` runs after `{event.scaler}.step({event.optimizer})` "
+                f"(line {line}) with no `update()` in between: raises `{protocol.UNSCALE_AFTER_STEP}`; unscale before the step"
+            )
+        return None
 
-    def _after_step(self, event: Event) -> str | None:
-        step = self.facts.scaling.still_in_force(event, EventKind.SCALER_STEP)
-        if step is None:
-            return None
-        return (
-            f"`{event.scaler}.unscale_({event.optimizer})` runs after `{event.scaler}.step({event.optimizer})` "
-            f"(line {self.facts.position(step.call).start.line}) with no `update()` in between: raises "
-            f"`{protocol.UNSCALE_AFTER_STEP}`; unscale before the step"
-        )
-
-    def _per_microbatch(self, event: Event) -> str | None:
-        """``unscale_`` in the micro-batch loop while ``update()`` runs once per accumulated batch."""
+    def _on_the_next_pass(self, event: Event) -> str | None:
+        """A misuse only the next pass of a loop meets: ``unscale_`` once per micro-batch while
+        ``update()`` runs once per accumulated batch, or a pass that leaves before ``update()``.
+        Only where this function updates the scaler in that loop or after it: an update it cannot
+        see (a hook, the caller) may run between the passes."""
         facts = self.facts
         loop = facts.training.iteration_loop(event.ctx)
-        if loop is None or facts.scaling.optimizer_rebound_per_pass(event):
+        if loop is None:
             return None
-        scaler = event.scaler
-        updates = facts.scaling.scaler_updates_on_path(event)
+        updates = [u for u in facts.iterations.events_of(event.ctx.scope, EventKind.UPDATE, event.scaler)
+                   if facts.control_flow.reaches(event.ctx, u.ctx, across_iterations=True)]
+        if not updates or facts.protocol.misuses_at(event):
+            return None
+        if any(skip.unscaled and skip.backward.scaler == event.scaler and loop in skip.ctx.loops for skip in facts.overflow.overflow_skips):
+            return None  # AMP009 reports the overflow check that skips the update, and says this
+        for found in facts.protocol.misuses_at(event, across_iterations=True):
+            earlier = found.before.stage_by
+            if found.misuse is not protocol.UNSCALED_TWICE or earlier is None or loop not in earlier.ctx.loops:
+                continue
+            return self._next_pass_message(event, loop, updates)
+        return None
+
+    def _next_pass_message(self, event: Event, loop, updates: list[Event]) -> str:
+        facts = self.facts
+        scaler, optimizer = event.scaler, event.optimizer
         inside = [u for u in updates if loop in u.ctx.loops]
         if not inside:
-            after = [u for u in updates if facts.control_flow.reaches(event.ctx, u.ctx)]
-            if not after:
-                return None
             return (
-                f"`{scaler}.unscale_({event.optimizer})` runs on every pass of the micro-batch loop but "
-                f"`{scaler}.update()` (line {facts.position(after[0].call).start.line}) only after it: the second "
+                f"`{scaler}.unscale_({optimizer})` runs on every pass of the micro-batch loop but "
+                f"`{scaler}.update()` (line {facts.position(updates[0].call).start.line}) only after it: the second "
                 f"pass raises `{protocol.UNSCALE_TWICE}`; unscale once, before clipping and `step`"
             )
-        for update in inside:
-            boundary = facts.training.accumulation_branch(update.ctx)
-            if boundary is None or facts.tree.under_same_condition(event.ctx, boundary):
-                return None
-            if not facts.tree.contains(loop.node, boundary.node):
-                return None
-        test = facts.code(boundary.node.test)  # type: ignore[attr-defined]
+        boundary = facts.training.accumulation_branch(inside[0].ctx)
+        if boundary is not None and not facts.tree.contains(boundary.node, event.call):
+            test = facts.code(boundary.node.test)  # type: ignore[attr-defined]
+            return (
+                f"`{scaler}.unscale_({optimizer})` runs every micro-batch but `{scaler}.update()` only under "
+                f"`if {test}:`: the second micro-batch raises `{protocol.UNSCALE_TWICE}`; "
+                f"move it under the same condition, before clipping"
+            )
         return (
-            f"`{scaler}.unscale_({event.optimizer})` runs every micro-batch but `{scaler}.update()` only under "
-            f"`if {test}:`: the second micro-batch raises `{protocol.UNSCALE_TWICE}`; "
-            f"move it under the same condition, before clipping"
+            f"A pass of this loop can end after `{scaler}.unscale_({optimizer})` without reaching "
+            f"`{scaler}.update()` (line {facts.position(inside[0].call).start.line}): the next pass's "
+            f"`unscale_` raises `{protocol.UNSCALE_TWICE}`; let `step` and `update()` run on every pass "
+            f"(`{scaler}.step` already skips steps with inf/NaN gradients)"
         )

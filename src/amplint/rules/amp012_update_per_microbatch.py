@@ -135,6 +135,11 @@ class UpdatePerMicrobatch(Rule):
         steps = [e for e in in_loop if e.kind == EventKind.SCALER_STEP and e.scaler == scaler]
         if not steps:
             return None
+        # The protocol's verdict: some feasible path reaches this update() with no step or unscale_
+        # recorded since the last one (an ``unscale_`` outside the condition records inf checks,
+        # ``update(new_scale)`` needs none, a micro-batch that ``continue``s never reaches it).
+        if not any(found.misuse is protocol.UPDATED_WITHOUT_STEP for found in facts.protocol.misuses_at(update)):
+            return None
         branches: list[Branch] = []
         for step in steps:
             acc = facts.training.accumulation_branch(step.ctx)
@@ -143,13 +148,6 @@ class UpdatePerMicrobatch(Rule):
             if facts.tree.under_same_condition(update.ctx, acc):
                 return None
             branches.append(acc)
-        # ``unscale_`` outside the condition records inf checks too: then update() does not assert
-        # (AMP010 reports the per-micro-batch unscale_).
-        for event in in_loop:
-            if event.kind == EventKind.UNSCALE and event.scaler == scaler and not any(
-                facts.tree.under_same_condition(event.ctx, b) for b in branches
-            ):
-                return None
         acc = branches[-1]
         test = facts.code(acc.node.test)  # type: ignore[attr-defined]
         message = (

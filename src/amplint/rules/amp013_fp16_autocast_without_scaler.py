@@ -22,6 +22,11 @@ class Fp16AutocastWithoutScaler(Rule):
     (`with {"fp16": torch.autocast(..., dtype=torch.float16), "fp32": nullcontext()}[args.mp]:`)
     counts when one of its choices is float16; a `dtype=` variable counts only when every value the
     file gives it is known (a dict of dtypes, narrowed by the `choices=` of its command-line option).
+    An autocast opened through a helper counts as the call opens it: a function of the file or,
+    through the project pass, of another module of the project that returns or yields an autocast
+    (`@contextmanager def torch_autocast(device_type="cuda", **kwargs): with
+    torch.amp.autocast(device_type=device_type, **kwargs): yield`), read with the device type,
+    `dtype=` and `enabled=` the call passes, or the helper's defaults.
     Loops where something else scales the loss are not reported: a scaler passed in (a
     `scaler`/`loss_scaler` parameter, or a name like that used in the loop), accelerate
     (`accelerator.backward`), Lightning (`self.manual_backward`), apex (`amp.scale_loss`), DeepSpeed

@@ -14,6 +14,8 @@ import amplint.semantic.syntax as S
 # Calls that only concern CUDA autocast: a function that makes them with a device-less
 # ``is_autocast_enabled()`` means CUDA (unless it also reads the CPU autocast dtype).
 _CUDA_ONLY_CALLS = frozenset({"torch.get_autocast_gpu_dtype", "torch.cuda.amp.autocast", "torch.cuda.amp.autocast_mode.autocast"})
+# float16 written out: CUDA autocast's dtype (CPU autocast runs in bfloat16 unless told otherwise).
+_FLOAT16_NAMES = frozenset({"torch.float16", "torch.half", "torch.HalfTensor", "torch.cuda.HalfTensor"})
 
 
 class AutocastEnabledCheckWithoutDevice(Rule):
@@ -22,10 +24,14 @@ class AutocastEnabledCheckWithoutDevice(Rule):
     Finds `torch.is_autocast_enabled()` called without a device type.
 
     Not reported where the CUDA-only answer is evidently meant: code that runs only on CUDA (an
-    `if x.is_cuda:` arm, a CUDA autocast region), a function that asks about CPU autocast
-    separately (`torch.is_autocast_cpu_enabled()`), or a check whose own statement (the `if` and
-    its body) reads only the GPU autocast dtype or opens a `torch.cuda.amp.autocast` region (not
-    one that also reads the CPU dtype).
+    `if x.is_cuda:` arm, a CUDA autocast region, the `forward`/`backward` of an autograd Function
+    decorated for CUDA autocast with `@torch.cuda.amp.custom_fwd` or
+    `@torch.amp.custom_fwd(device_type="cuda")`, whose decorator reads CUDA's autocast state
+    itself), a function that asks about CPU autocast separately (`torch.is_autocast_cpu_enabled()`),
+    or a check whose own statement (the `if` and its body) reads only the GPU autocast dtype, opens
+    a `torch.cuda.amp.autocast` region, or casts only to a hard-coded float16 (`.half()`,
+    `.to(torch.float16)`: CUDA autocast's dtype, a wrong one under CPU autocast's bfloat16), and
+    does not also read the CPU dtype.
 
     ## Why is this bad?
     Without an argument `torch.is_autocast_enabled()` reports the state of **CUDA** autocast only. Code
@@ -191,7 +197,21 @@ class AutocastEnabledCheckWithoutDevice(Rule):
             for assignment in facts.assignments_to(name, site.ctx.scope):
                 if assignment.value is not None and facts.control_flow.reaches(assignment.ctx, site.ctx):
                     guarded |= {s.qualname for s in facts.calls_within(assignment.value)}
-        return bool(guarded & _CUDA_ONLY_CALLS) and "torch.get_autocast_cpu_dtype" not in guarded
+        if "torch.get_autocast_cpu_dtype" in guarded:
+            return False
+        return bool(guarded & _CUDA_ONLY_CALLS) or self._casts_to_float16(stmt, site.ctx.scope)
+
+    def _casts_to_float16(self, stmt: cst.CSTNode, scope: Scope) -> bool:
+        """The check's statement casts to a hard-coded float16 (``.half()``, ``.to(torch.float16)``),
+        CUDA autocast's dtype, and to nothing else: under CPU autocast (bfloat16) that cast would
+        be wrong, so the CUDA-only answer is the one meant."""
+        facts = self.facts
+        casts = [cast for cast in facts.casts.half_casts if facts.tree.within(cast.call, stmt)]
+        return bool(casts) and all(
+            cast.dtype == "float16"
+            and all(facts.bindings.qualname(arg.value, scope) in _FLOAT16_NAMES for arg in cast.dtype_args)
+            for cast in casts
+        )
 
     def _device_hint(self, scope: Scope) -> str | None:
         """What to tell the user about the device type the function has at hand, if any."""

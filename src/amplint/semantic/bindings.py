@@ -41,10 +41,31 @@ class BindingQueries:
         or imported twice differently, resolves to nothing.
         """
         found = self.bindings_of(name, scope)
-        if not found or any(not b.is_import for b in found):
+        if not found:
+            return self.star_target(name)
+        if any(not b.is_import for b in found):
             return None
         targets = {b.target for b in found}
         return next(iter(targets)) if len(targets) == 1 else None
+
+    def star_target(self, name: str) -> str | None:
+        """What a ``from pkg.mod import *`` of the module binds ``name`` to, for a name the module
+        never binds itself: the only way it can exist when the code runs. Asked of the project
+        (``model.star_names``), once per name; ``None`` without a star import or an answer."""
+        if not self.has_star_import or self.model.star_names is None:
+            return None
+        if name not in self._star_targets:
+            self._star_targets[name] = self.model.star_names(name)
+        return self._star_targets[name]
+
+    @cached_property
+    def has_star_import(self) -> bool:
+        return any(isinstance(r.node, cst.ImportFrom) and isinstance(r.node.names, cst.ImportStar) and r.scope.kind == "module"
+                   for r in self.model.imports)
+
+    @cached_property
+    def _star_targets(self) -> dict[str, str | None]:
+        return {}
 
     def import_targets(self, name: str, scope: Scope) -> set[str]:
         """The qualified names ``name`` may be imported as, seen from ``scope``, when every binding
@@ -90,8 +111,9 @@ class BindingQueries:
         resolved once for all queries."""
         bound = self.import_bound_names
         out: list[tuple[Reference, str]] = []
+        stars = self.has_star_import and self.model.star_names is not None
         for ref in self.model.references:
-            if ref.parts[0] in bound:
+            if ref.parts[0] in bound or (stars and not self.bindings_of(ref.parts[0], ref.ctx.scope)):
                 qualname = self.qualname(ref.node, ref.ctx.scope)
                 if qualname is not None:
                     out.append((ref, qualname))

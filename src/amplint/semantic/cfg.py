@@ -6,7 +6,8 @@ A node is a simple statement line (``a = f(); g()``), a one-line suite (the ``g(
 own. Nested functions are one node (their body is a graph of its own); class bodies run in
 place, as Python runs them.
 
-Edges leaving an ``if``/``while`` test carry that test and its value on the edge, so that
+Edges leaving an ``if``/``while`` test (and an ``assert``, whose false edge raises) carry that
+test and its value on the edge, so that
 :mod:`amplint.semantic.paths` can rule out a path that takes two branches of the same unchanged
 test different ways. A loop's back edges (the end of its body, ``continue``) are marked, and
 each loop knows the edges that leave it when it is exhausted: "in the same iteration"
@@ -146,6 +147,14 @@ class FlowGraph:
             if isinstance(small, cst.Continue) and self._loops:
                 self._connect([_Pending(node)], self._loops[-1].header, back=True)
                 return []
+        asserted = [small.test for small in node.body if isinstance(small, cst.Assert)]
+        if asserted:
+            # ``assert x`` goes on only where ``x`` holds: a later ``if x:`` on the same unchanged
+            # test is taken the same way (``assert not args.fsdp`` after ``if args.fsdp: FSDP(...)``).
+            test = asserted[-1]
+            self.tests.append(test)
+            self._connect([_Pending(node, test, False)], RAISE)
+            return [_Pending(node, test, True)]
         return [_Pending(node)]
 
     def _if(self, node: cst.If, incoming: list[_Pending]) -> list[_Pending]:

@@ -39,7 +39,12 @@ class ControlFlow:
         paths, x, y = pair
         if x is y:
             return a.order < b.order or (across_iterations and paths.reaches(x, x, across_iterations=True))
-        return paths.reaches(x, y, across_iterations)
+        return paths.reaches(x, y, across_iterations, focus=self._tests_around(a) | self._tests_around(b))
+
+    def _tests_around(self, ctx: Context) -> frozenset[str]:
+        """The texts of the ``if``/``while`` tests around a place."""
+        nodes = (*(b.node for b in ctx.branches), *(loop.node for loop in ctx.loops))
+        return frozenset(self._test_key(n.test)[0] for n in nodes if getattr(n, "test", None) is not None)
 
     def reaches_avoiding(self, a: Context, b: Context, avoid: list[Context]) -> bool:
         """``b`` can run after ``a`` in one iteration without any of ``avoid`` running between them."""
@@ -79,6 +84,16 @@ class ControlFlow:
             if c.scope is b.scope and (self.anchor(c) is y or id(self.anchor(c)) in behind)
             and self.reaches_avoiding(c, b, [other for other in candidates if other is not c])
         ]
+
+    def reaching_assignments(self, name: str, ctx: Context) -> list:
+        """The assignments to the dotted ``name`` in ``ctx``'s function whose value ``name`` may
+        still hold at ``ctx``: each runs before it on some feasible path with no other assignment
+        to ``name`` in between (one iteration; a name only assigned in another scope has none)."""
+        candidates = [a for a in self._model.assignments_to(name, ctx.scope) if a.ctx.scope is ctx.scope and name in a.targets]
+        if not candidates:
+            return []
+        reaching = {id(c) for c in self.last_before([a.ctx for a in candidates], ctx)}
+        return [a for a in candidates if id(a.ctx) in reaching]
 
     def pass_may_skip(self, loop: cst.For | cst.While, ctx: Context) -> bool:
         """A pass through ``loop`` may end early (its own ``continue`` or ``break``) before ``ctx``
@@ -170,6 +185,26 @@ class ControlFlow:
 
     def _assigned(self, node: object) -> frozenset[str]:
         return self._assignments_by_anchor.get(node, frozenset())
+
+    def assigned_in(self, scope: Scope) -> list[tuple[object, frozenset[str]]]:
+        """The statement nodes of ``scope``'s body that bind names, with the dotted names each
+        binds (assignments, loop targets, ``with ... as``)."""
+        return self._assigned_by_scope.get(id(scope), [])
+
+    @cached_property
+    def _assigned_by_scope(self) -> dict[int, list[tuple[object, frozenset[str]]]]:
+        scopes: dict[object, int] = {}
+        for assignment in self._model.assignments:
+            scopes.setdefault(self.anchor(assignment.ctx), id(assignment.ctx.scope))
+        for loop in self._model.loops:
+            scopes.setdefault(loop.node, id(loop.scope))
+        for node, ctx in self._model.records.withs:
+            scopes.setdefault(node, id(ctx.scope))
+        out: dict[int, list[tuple[object, frozenset[str]]]] = {}
+        for node, names in self._assignments_by_anchor.items():
+            if node in scopes:
+                out.setdefault(scopes[node], []).append((node, names))
+        return out
 
     @cached_property
     def _assignments_by_anchor(self) -> dict[object, frozenset[str]]:

@@ -21,6 +21,7 @@ none keeps state another reads.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
+from collections.abc import Callable
 from functools import cached_property
 
 import libcst as cst
@@ -44,7 +45,11 @@ _EntryIndex = tuple[list[int], list[int]]
 
 
 class SemanticModel:
-    def __init__(self, module: cst.Module, positions: dict[cst.CSTNode, CodeRange], path: str):
+    def __init__(self, module: cst.Module, positions: dict[cst.CSTNode, CodeRange], path: str,
+                 star_names: Callable[[str], str | None] | None = None):
+        # What the module's ``from pkg.mod import *`` statements bind a name to, as far as the
+        # caller can tell (the project pass): asked only for names the module never binds.
+        self.star_names = star_names
         self.bindings = BindingQueries(self)
         self.identity = IdentityQueries(self)
         self.tree = FlowQueries(self)

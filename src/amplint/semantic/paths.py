@@ -13,7 +13,9 @@ it were exhausted: a statement late in a loop body does not reach an earlier one
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections import defaultdict
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass, field
 
 import libcst as cst
 
@@ -50,17 +52,36 @@ class PathQueries:
         self._correlated = {text for text, count in counts.items() if count > 1}
         self._arrivals: dict[int, set[Assumptions]] | None = None
         self._reached: dict[tuple[int, bool], set[int]] = {}
+        self._overflowed: set[tuple[int, bool]] = set()  # starts whose correlated search passed MAX_STATES
+        self._reached_focused: dict[tuple[int, bool, frozenset[str]], set[int] | None] = {}
         self._predecessors: dict[int, list[object]] | None = None
         self._within_iteration: dict[int, list[Edge]] = {}
 
     # -- the questions
-    def reaches(self, a: object, b: object, across_iterations: bool = False) -> bool:
-        """A feasible path leaves ``a`` and arrives at ``b``."""
+    def reaches(self, a: object, b: object, across_iterations: bool = False, focus: frozenset[str] = frozenset()) -> bool:
+        """A feasible path leaves ``a`` and arrives at ``b``.
+
+        ``focus``: the texts of the tests around the two places. When following every repeated
+        test would pass too many states (a long ``main()`` testing dozens of flags twice), the
+        search is made again following only these, rather than none.
+        """
         key = (id(a), across_iterations)
         reached = self._reached.get(key)
         if reached is None:  # one walk per start answers every target: rules ask many of one place
             reached = self._reached[key] = {id(node) for node, _ in self._search(a, across_iterations)}
+        if id(b) in reached and key in self._overflowed and focus & self._correlated:
+            focused = (id(a), across_iterations, focus)
+            if focused not in self._reached_focused:
+                self._reached_focused[focused] = self._focused_reach(a, across_iterations, self._correlated & focus)
+            found = self._reached_focused[focused]
+            return found is None or id(b) in found
         return id(b) in reached
+
+    def _focused_reach(self, a: object, across_iterations: bool, correlated: set[str]) -> set[int] | None:
+        arrivals = self._walk(ENTRY, [frozenset()], False, (), False, correlate=True, correlated=correlated)
+        starts = {self._after(a, assumed) for node, assumed in arrivals or () if node is a} or {frozenset()}
+        states = self._walk(a, list(starts), across_iterations, (), False, correlate=True, correlated=correlated)
+        return None if states is None else {id(node) for node, _ in states}
 
     def reaches_avoiding(self, a: object, b: object, avoid: Iterable[object], across_iterations: bool = False) -> bool:
         """A feasible path leaves ``a`` and arrives at ``b`` without passing any of ``avoid``."""
@@ -118,6 +139,53 @@ class PathQueries:
                     return True
         return False
 
+    def propagate(self, start: Hashable, transfer: Callable[[object, Hashable], Hashable],
+                  across_iterations: bool = False, correlate_only: Callable[[str], bool] | None = None) -> "Propagation | None":
+        """Carry a value along every feasible path from the body's entry: ``transfer(node, value)``
+        is the value once ``node`` has run. Returns, for each node, the values that arrive there
+        (before it runs), those that arrive at the exit, and, across iterations, those that a
+        loop's back edges carry to its header; ``None`` when the paths are too many to follow
+        (there is no fallback that drops correlation: a value on an infeasible path would be a
+        false finding).
+
+        The values are a may-analysis: each one arrives at the node on some feasible path.
+        ``correlate_only(text)`` limits the tests followed to those the value depends on (the
+        others cannot change what arrives, only multiply the states).
+        """
+        # Across passes every test is met again: one written once still takes, on the next pass,
+        # the value it took unless something it reads was assigned in between.
+        tests = {key[0] for key in self._keys.values()} if across_iterations else self._correlated
+        correlated = {t for t in tests if correlate_only is None or correlate_only(t)}
+        return self._carry(start, transfer, across_iterations, correlated)
+
+    def _carry(self, start, transfer, across_iterations: bool, correlated: set[str]) -> "Propagation | None":
+        result = Propagation()
+        seen: set[tuple[int, Assumptions, Hashable]] = set()
+        stack: list[tuple[object, Assumptions, Hashable]] = [(ENTRY, frozenset(), start)]
+        while stack:
+            node, assumed, value = stack.pop()
+            for edge in self._edges_from(node, across_iterations):
+                taken = self._take(edge, assumed, correlated)
+                if taken is None:
+                    continue
+                target = edge.target
+                if target is RAISE:
+                    continue
+                if target is EXIT or target is _DEAD_END:
+                    result.at_exit.add(value)
+                    continue
+                if edge.back:
+                    result.back[id(target)].add(value)
+                state = (id(target), taken, value)
+                if state in seen:
+                    continue
+                seen.add(state)
+                if len(seen) > MAX_STATES:
+                    return None
+                result.arriving[id(target)].add(value)
+                stack.append((target, self._after(target, taken), transfer(target, value)))
+        return result
+
     # -- the search
     def _search(self, start: object, across_iterations: bool, stop: Iterable[object] = (), ends: bool = False,
                 start_assumed: Assumptions | None = None) -> list[tuple[object, Assumptions]]:
@@ -132,6 +200,7 @@ class PathQueries:
             states = self._walk(start, starts, across_iterations, stop, ends, correlate=True)
             if states is not None:
                 return states
+            self._overflowed.add((id(start), across_iterations))
         return self._walk(start, [frozenset()], across_iterations, stop, ends, correlate=False) or []
 
     def _states_at(self, node: object) -> list[Assumptions]:
@@ -146,7 +215,7 @@ class PathQueries:
         # Unreachable from the entry (after ``while True`` with no break): nothing is known there.
         return list(found) if found else [frozenset()]
 
-    def _walk(self, start, starts: list[Assumptions], across_iterations, stop, ends, correlate):
+    def _walk(self, start, starts: list[Assumptions], across_iterations, stop, ends, correlate, correlated=None):
         seen: set[tuple[int, Assumptions]] = set()
         out: list[tuple[object, Assumptions]] = []
         stops = {id(node) for node in stop}
@@ -154,7 +223,7 @@ class PathQueries:
         while stack:
             node, assumed = stack.pop()
             for edge in self._edges_from(node, across_iterations):
-                taken = self._take(edge, assumed) if correlate else assumed
+                taken = self._take(edge, assumed, correlated) if correlate else assumed
                 if taken is None:
                     continue
                 target = edge.target
@@ -202,11 +271,11 @@ class PathQueries:
                 pending.extend(self.graph.exits_of(edge.target) or [_END_EDGE])
         return out
 
-    def _take(self, edge: Edge, assumed: Assumptions) -> Assumptions | None:
+    def _take(self, edge: Edge, assumed: Assumptions, correlated: set[str] | None = None) -> Assumptions | None:
         if edge.test is None:
             return assumed
         key = self._keys.get(id(edge.test))
-        if key is None or key[0] not in self._correlated:
+        if key is None or key[0] not in (self._correlated if correlated is None else correlated):
             return assumed
         text, negated = key
         value = edge.holds != negated
@@ -222,6 +291,15 @@ class PathQueries:
         if not assigned:
             return assumed
         return frozenset(item for item in assumed if not _depends(self._reads(item[0]), assigned))
+
+
+@dataclass
+class Propagation:
+    """What :meth:`PathQueries.propagate` found, by node id."""
+
+    arriving: defaultdict[int, set] = field(default_factory=lambda: defaultdict(set))
+    at_exit: set = field(default_factory=set)  # at the body's end, or the end of an iteration
+    back: defaultdict[int, set] = field(default_factory=lambda: defaultdict(set))  # loop header -> values its back edges carry
 
 
 def _depends(reads: frozenset[str], assigned: frozenset[str]) -> bool:

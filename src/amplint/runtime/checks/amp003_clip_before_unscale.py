@@ -6,7 +6,7 @@ verdict is the protocol's (:mod:`amplint.scaler_protocol`), as for the static ru
 
 from __future__ import annotations
 
-from amplint.scaler_protocol import Call, Misuse, Stage, after
+from amplint.scaler_protocol import Call, Grads, Misuse, Stage, State, after
 
 from .base import DynamicCheck
 
@@ -22,7 +22,7 @@ class ClipBeforeUnscale(DynamicCheck):
         for scaler in self.state.active_scalers():
             states = getattr(scaler, "_per_optimizer_states", {})
             unscaled = any(st.get("stage") is OptState.UNSCALED for st in states.values())
-            if isinstance(after(Stage.UNSCALED if unscaled else Stage.SCALED, Call.CLIP), Misuse):
+            if isinstance(after(State(Stage.UNSCALED if unscaled else Stage.READY, Grads.SCALED), Call.CLIP), Misuse):
                 self.report(
                     f"{name} ran on gradients still multiplied by the loss scale; "
                     "call scaler.unscale_(optimizer) before clipping"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from amplint.scaler_protocol import Call, Misuse, Stage, after
+from amplint.scaler_protocol import Call, Grads, Misuse, Stage, State, after
 
 from .base import DynamicCheck
 
@@ -15,8 +15,8 @@ class OptimizerStepBypassesScaler(DynamicCheck):
     def on_optimizer_step(self, optimizer: Any, inside_scaler_step: bool) -> None:
         if inside_scaler_step:
             return
-        stage = Stage.SCALED if self.state.scaled_pending else Stage.READY
-        if not isinstance(after(stage, Call.OPTIMIZER_STEP), Misuse):
+        grads = Grads.SCALED if self.state.scaled_pending else Grads.TRUE
+        if not isinstance(after(State(Stage.READY, grads), Call.OPTIMIZER_STEP), Misuse):
             return
         # optimizers that unscale themselves (fused AdamW and kin) are meant to step directly
         if getattr(optimizer, "_step_supports_amp_scaling", False):
