@@ -449,8 +449,8 @@ def test_rules_table(cli, fake_rules):
     lines = run.stdout.splitlines()
     assert lines[0].split() == ["Code", "Name", "Fix", "Severity", "Default"]
     assert lines[1].split() == ["AMP000", "syntax-error", "no", "error", "on"]
-    assert ["AMP001", "deprecated-amp-api", "sometimes", "(safe)", "error", "on"] in [line.split() for line in lines]
-    assert ["AMP007", "optimizer-step-bypasses-scaler", "safe", "error", "on"] in [line.split() for line in lines]
+    assert ["AMP001", "deprecated-amp-api", "sometimes", "(safe", "or", "unsafe)", "error", "on"] in [line.split() for line in lines]
+    assert ["AMP020", "legacy-lightning-precision", "safe", "warning", "on"] in [line.split() for line in lines]
     assert lines[-4:] == [
         line for line in lines if line.startswith("AMP99")
     ]
@@ -479,7 +479,9 @@ def test_rule_docs(cli):
     assert run.exit_code == 0
     lines = run.stdout.splitlines()
     assert lines[0] == "# deprecated-amp-api (AMP001)"
-    assert lines[2].startswith("Severity: error. Fix is sometimes available (safe; none when an imported name")
+    assert lines[2].startswith(
+        "Severity: error. Fix is sometimes available (safe when the rule can prove it, else unsafe; none when an imported name"
+    )
     assert all_rules()["AMP001"].documentation() in run.stdout
     assert "## Why is this bad?" in run.stdout
 

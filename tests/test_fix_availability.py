@@ -66,6 +66,6 @@ def test_the_rule_page_names_when_no_fix_is_offered():
     from amplint.report.ruledoc import render_rule
 
     page = render_rule("AMP006")
-    assert "Fix is sometimes available (safe; none when the scaler may be `None`" in page
-    assert "Fix is always available (safe)." in render_rule("AMP007")
+    assert "Fix is sometimes available (safe when the rule can prove it, else unsafe; none when the scaler may be `None`" in page
+    assert "Fix is always available (safe)." in render_rule("AMP020")
     assert "Fix is not available." in render_rule("AMP013")

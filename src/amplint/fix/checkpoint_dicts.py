@@ -11,6 +11,21 @@ from amplint.amp.checkpoints import Checkpoint, scaler_key_like
 import amplint.fix.dicts as D
 import amplint.fix.edits as E
 from amplint.fix.model import Fix, NoFix
+import amplint.semantic.syntax as S
+
+
+def flagged_scaler_fix(facts, fix: Fix | NoFix, scaler: str, ctx, side: str) -> Fix | NoFix:
+    """``fix``, made unsafe for a scaler built with ``enabled=flag``: a run with AMP off saves the
+    disabled scaler's ``{}``, which an enabled scaler refuses to load (``RuntimeError: The source
+    state dict is empty``) where the original resumed with a fresh one. That is the restore side
+    (``side`` ``"restore"``), and the save side when the file already restores this scaler."""
+    if not isinstance(fix, Fix) or not facts.scaling.may_be_built_disabled(scaler, ctx.scope):
+        return fix
+    same = facts.identity.variable(scaler, ctx.scope)
+    if side == "save" and not any(S.dotted(c.node.func) == f"{scaler}.load_state_dict"
+                                  and facts.identity.variable(scaler, c.ctx.scope) == same for c in facts.calls):
+        return fix
+    return Fix.unsafe(fix.message, fix.changes, fix.group)
 
 
 def add_scaler_to_checkpoint(facts, ctx, checkpoint: Checkpoint, scalers: list[str], optimizer_keys: list[str | None],

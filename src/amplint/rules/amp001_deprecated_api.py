@@ -23,6 +23,7 @@ class _Use:
     replacement: cst.CSTNode | None = None  # new node for ``target``
     target: cst.CSTNode | None = None  # the node replaced (call, decorator or reference)
     reason: str | None = None  # why this use cannot be rewritten
+    inherits_from: int | None = None  # line of the region whose dtype/cache the new autocast would take
 
 
 @dataclass
@@ -92,8 +93,9 @@ class DeprecatedAmpApi(Rule):
     so does the `except RuntimeError:` retry of a `try`.
 
     ## Fix safety
-    The fix is safe: it inserts the device type the old class hard-coded and turns positional
-    `autocast` arguments into keywords, so behaviour is unchanged. An import is rewritten only when
+    The fix is safe (but see a nested `autocast`, below): it inserts the device type the old class
+    hard-coded and turns positional `autocast` arguments into keywords, so behaviour is unchanged.
+    An import is rewritten only when
     every use of the imported name is rewritten; calls with `*args`/`**kwargs` to `autocast` and
     uses other than a call, a decorator or an annotation (`isinstance(x, autocast)`, `ctx = autocast`)
     are reported without a fix, and so are reported imports and uses of a name other than
@@ -108,9 +110,18 @@ class DeprecatedAmpApi(Rule):
     annotations and in `is None` tests; a stub class in the arm, or any other use, leaves it to be
     changed by hand. With `target-torch` (set,
     or inferred from the project's `torch>=` requirement) below 2.3 `GradScaler` is not rewritten, below 2.4
-    `custom_fwd`/`custom_bwd` and the legacy functions are not rewritten. The new `autocast`'s
-    `dtype=None` and `cache_enabled=None` defaults inherit the surrounding autocast state where the
-    old classes hard-coded fp16/bf16 and `True`; outside any other autocast region this is the same.
+    `custom_fwd`/`custom_bwd` and the legacy functions are not rewritten.
+
+    The new `autocast`'s `dtype=None` and `cache_enabled=None` defaults inherit the autocast state
+    it is built in, where the old classes hard-coded float16 (CUDA) / bfloat16 (CPU) and `True`;
+    outside any other autocast region this is the same. An `autocast` call without `dtype` (or
+    `cache_enabled`) inside another region of this file whose dtype (or cache) may differ from the
+    old default (`with torch.autocast("cuda", dtype=torch.bfloat16):` around
+    `with torch.cuda.amp.autocast():`) makes the fix unsafe: the inner region would switch from
+    float16 to bfloat16. That holds for an outer region built with `enabled=False` too, which still
+    sets the dtype its body inherits. A region entered by a caller, in another function or module,
+    is not seen. An old `autocast(enabled=False)` island stays safe: nothing runs under autocast in
+    it (only a `torch.get_autocast_dtype` call inside would read the inherited dtype).
 
     ## References
     - [Automatic Mixed Precision package - torch.amp](https://pytorch.org/docs/stable/amp.html)
@@ -120,7 +131,7 @@ class DeprecatedAmpApi(Rule):
     code = "AMP001"
     name = "deprecated-amp-api"
     summary = "Deprecated `torch.cuda.amp` / `torch.cpu.amp` API"
-    fix_safety = FixSafety.SAFE
+    fix_safety = FixSafety.SOMETIMES
     fix_withheld = (
         "when an imported name has uses that are not rewritten or is bound again (other than a `None` "
         "stand-in for a failed import), for "
@@ -355,6 +366,7 @@ class DeprecatedAmpApi(Rule):
                 return None
             # Positionals become keywords: ``torch.amp.autocast("cuda", True)`` binds True to dtype.
             args = [E.keywordize(a, OLD_AUTOCAST_PARAMETERS[positionals.index(a)]) if a in positionals else a for a in call.args]
+            use.inherits_from = self.facts.compat.inherited_autocast_setting(call, use.ref.ctx, device)
             return E.insert_arg(call.with_changes(func=new_func, args=args), 0, E.positional(E.string_literal(device)))
         if member == "GradScaler":
             return E.insert_arg(call.with_changes(func=new_func), 0, E.positional(E.string_literal(device)))
@@ -392,6 +404,9 @@ class DeprecatedAmpApi(Rule):
             message = f"`{use.qualname}` is deprecated; use `{new}`"
             # One edit for the whole import group (applied once), described per use.
             fix = Fix.safe(f"Rewrite to `{new.split('(')[0]}`", changes, group=group.key) if changes else None
+            if fix is not None and any(other.inherits_from for other in group.uses):
+                # Nested in another region: torch.amp.autocast would take its dtype where the old class hard-coded one.
+                fix = Fix.unsafe(fix.message, fix.changes, fix.group)
             yield self.violation(use.ref.node, message, fix=fix or NoFix(f"no fix: {use.reason or blocked}"))
 
     def _report_import(self, found: DeprecatedImport, fix: Fix | None = None) -> Violation:

@@ -93,8 +93,9 @@ class BackwardInAutocast(Rule):
     `step`, `update`, `zero_grad`, clipping, `unscale_`, scheduler steps and logging of the loss
     (also inside an `if`, as with gradient accumulation). The tail moves, with its comments, to
     just after the block, which is where the documented loop has it. Everything else (a statement
-    that computes something after the backward, a multi-item `with`, a decorated function, a
-    `torch.autograd.grad` whose result the block goes on to use) is reported without a fix.
+    that computes something after the backward, a multi-item `with`, a one-line `with` body, a
+    statement inside two autocast regions, a decorated function, a `torch.autograd.grad` whose
+    result the block goes on to use) is reported without a fix.
 
     ## References
     - [Automatic Mixed Precision examples: typical mixed precision training](https://pytorch.org/docs/stable/notes/amp_examples.html#typical-mixed-precision-training)

@@ -89,7 +89,11 @@ class ClipBeforeUnscale(Rule):
     whose parameters are clipped (matched through `torch.optim.X(model.parameters())`). No fix is
     offered when the optimizer cannot be determined, when the clip runs more often than the step
     (every micro-batch of an accumulation loop, where a second `unscale_` before `update()` raises),
-    or when the step is conditional and the clip is not.
+    when the step is conditional and the clip is not, when a plain `loss.backward()` on another path
+    reaches the clip too (the `else:` of `if use_amp:`, where `unscale_` would be wrong), when an
+    `unscale_` already runs between the clip and the step (a second one raises: move that one
+    before the clip), when the clip and the step sit in different loops, and when the clip is not a
+    statement of its own.
 
     ## References
     - [Automatic Mixed Precision examples: gradient clipping](https://pytorch.org/docs/stable/notes/amp_examples.html#gradient-clipping)
@@ -103,7 +107,7 @@ class ClipBeforeUnscale(Rule):
     fix_safety = FixSafety.SAFE
     fix_withheld = (
         "when the clipped optimizer is unclear, a plain `backward()` on another path reaches the clip, "
-        "or the step is conditional and the clip is not"
+        "an `unscale_` follows the clip, or the step is conditional and the clip is not"
     )
     # Literal substrings for the prefilter: clipping before unscale_ needs a scaled backward in the file.
     triggers = (".scale(",)
@@ -330,6 +334,10 @@ class ClipBeforeUnscale(Rule):
             )
         if clip.optimizers is None:
             return NoFix("cannot tell which optimizer's gradients are clipped")
+        if any(e.kind is K.UNSCALE and e.scaler == step.scaler and (e.optimizer is None or e.optimizer in clip.optimizers)
+               and facts.control_flow.between(event.ctx, e.ctx, step.ctx) for e in facts.timeline.events_by_scope.get(event.ctx.scope, [])):
+            # a second ``unscale_`` before ``update()`` raises: the one after the clip has to move instead
+            return NoFix(f"`{step.scaler}.unscale_(...)` runs after the clip: move it before the clip")
         step_branches = set(step.ctx.branches)
         if not step_branches <= set(event.ctx.branches):
             return NoFix(

@@ -75,7 +75,8 @@ class ScalerInLoop(Rule):
     The fix is safe: it moves the assignment, with its comments, to just before the outermost
     training loop, so one scaler serves the whole run. It is offered only for a plain
     `name = GradScaler(...)` statement whose arguments use no name bound inside the loop, that is
-    not under an `if` inside the loop, and that is the only assignment to that name in the loop.
+    not under an `if` inside the loop, that is the only assignment to that name in the loop, and
+    that is not the only statement of its block.
     A scaler built in a per-step or per-epoch function is reported without a fix: build it where
     the run is set up and pass it in.
 

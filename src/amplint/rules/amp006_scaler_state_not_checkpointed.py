@@ -13,7 +13,7 @@ from amplint.amp.checkpoints import Checkpoint, scaler_key_like
 from amplint.amp.checkpoints import scaler_key_like as _styled_key  # noqa: F401 - the fix-shape tests import it here
 from amplint.fix import Fix, NoFix
 import amplint.fix.dicts as D
-from amplint.fix.checkpoint_dicts import add_scaler_to_checkpoint, scaler_unfit
+from amplint.fix.checkpoint_dicts import add_scaler_to_checkpoint, flagged_scaler_fix, scaler_unfit
 from amplint.fix.checkpoint_files import load_scaler_file, save_scaler_file
 import amplint.fix.edits as E
 from amplint.model import FixSafety
@@ -82,9 +82,10 @@ class ScalerStateNotCheckpointed(Rule):
     ```
 
     ## Fix safety
-    The fix is safe. On save it adds `"scaler": scaler.state_dict()` (spelled as the scaler is in
-    scope, keyed like the dict's other keys, e.g. `"scaler_state_dict"`), or, for one file per
-    state, `torch.save(scaler.state_dict(), "scaler.pt")` beside the optimizer's file. On load it
+    The fix is safe (but see a scaler built with a flag, below). On save it adds
+    `"scaler": scaler.state_dict()` (spelled as the scaler is in scope, keyed like the dict's other
+    keys, e.g. `"scaler_state_dict"`), or, for one file per state,
+    `torch.save(scaler.state_dict(), "scaler.pt")` beside the optimizer's file. On load it
     inserts `if "scaler" in checkpoint: scaler.load_state_dict(checkpoint["scaler"])` right after
     the optimizer is restored, with the key the save side of the same file uses (for one file per
     state, a load of `scaler.pt` that skips a missing file), guarded so that checkpoints written
@@ -99,6 +100,11 @@ class ScalerStateNotCheckpointed(Rule):
     variable cannot be seen, when a helper has no scaler parameter (the helper must change, in its
     own file), for dataclass snapshots (they need a field) and for a scaler key no save writes.
 
+    For a scaler built with a flag (`GradScaler(enabled=args.amp)`) the restore is unsafe, and so
+    is the save when the file already restores that scaler: a run with AMP off saves the disabled
+    scaler's empty state, and resuming it with AMP on then raises `RuntimeError: The source state
+    dict is empty` where the original resumed with a fresh scaler.
+
     Helpers in other modules are followed by the project pass; `--no-project` (or
     `project-analysis = false`) lints each file on its own.
 
@@ -111,7 +117,7 @@ class ScalerStateNotCheckpointed(Rule):
     code = "AMP006"
     name = "scaler-state-not-checkpointed"
     summary = "Checkpoint saves/restores the optimizer but not the GradScaler"
-    fix_safety = FixSafety.SAFE
+    fix_safety = FixSafety.SOMETIMES
     fix_withheld = (
         "when the scaler may be `None` or is built after the restore, several scalers are in scope, a "
         "helper has no scaler parameter, or the checkpoint is an object or cannot be seen"
@@ -270,7 +276,7 @@ class ScalerStateNotCheckpointed(Rule):
             f"({names} is in scope): a resumed run restarts at scale 65536 and skips steps until it backs off again. "
             f"Save `{scalers[0]}.state_dict()` with it"
         )
-        return self.violation(node, message, fix=fix(optimizer_keys))
+        return self.violation(node, message, fix=flagged_scaler_fix(self.facts, fix(optimizer_keys), scalers[0], ctx, "save"))
 
     def _check_state_method(self, method) -> Violation | None:
         """``def state_dict(self): return {...}`` of a class whose GradScaler is left out."""
@@ -306,7 +312,7 @@ class ScalerStateNotCheckpointed(Rule):
             f"The optimizer state is restored here but the GradScaler's is not ({names} is in scope and "
             "`load_state_dict` is never called on it): the resumed run restarts at scale 65536 and skips steps"
         )
-        return self.violation(event.call, message, fix=self._load_fix(event, scalers))
+        return self.violation(event.call, message, fix=flagged_scaler_fix(self.facts, self._load_fix(event, scalers), scalers[0], event.ctx, "restore"))
 
     def _load_fix(self, event: Event, scalers: list[str]) -> Fix | NoFix:
         reason = scaler_unfit(self.facts, event.ctx, scalers, "the optimizer is restored")
@@ -398,4 +404,5 @@ class ScalerStateNotCheckpointed(Rule):
             return NoFix(reason)
         call = site.node
         arg = E.keyword(helper.scaler_param, cst.parse_expression(scaler))
-        return Fix.safe(f"Pass `{helper.scaler_param}={scaler}`", {call: E.insert_arg(call, len(call.args), arg)})
+        fix = Fix.safe(f"Pass `{helper.scaler_param}={scaler}`", {call: E.insert_arg(call, len(call.args), arg)})
+        return flagged_scaler_fix(self.facts, fix, scaler, site.ctx, helper.side)

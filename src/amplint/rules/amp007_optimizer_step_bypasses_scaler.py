@@ -6,6 +6,7 @@ import libcst as cst
 
 from amplint.amp import Event, EventKind
 from amplint.fix import Fix, NoFix
+import amplint.scaler_protocol as P
 from amplint.model import FixSafety
 from amplint.rules.base import Invalid, Rule, Violation
 
@@ -59,9 +60,16 @@ class OptimizerStepBypassesScaler(Rule):
     ```
 
     ## Fix safety
-    The fix is safe: `optimizer.step()` becomes `scaler.step(optimizer)` with the scaler that
-    scaled the backward, which unscales the gradients and then calls `optimizer.step()` (or skips
-    it on inf/NaN). If no `scaler.update()` follows, AMP009 reports that next and inserts it. No fix
+    `optimizer.step()` becomes `scaler.step(optimizer)` with the scaler that scaled the backward,
+    which unscales the gradients and then calls `optimizer.step()` (or skips it on inf/NaN). If no
+    `scaler.update()` follows, AMP009 reports that next and inserts it. The fix is safe when every
+    path to the step runs the scaled backward. When another path reaches it with gradients the
+    scaler did not scale (`if use_amp: scaler.scale(loss).backward()` / `else: loss.backward()`
+    before a shared `optimizer.step()`), the fix is unsafe: on that path `scaler.step(optimizer)`
+    raises `AttributeError` where the scaler is `None`, and with an enabled scaler that never
+    scaled anything `AssertionError: Attempted step but _scale is None.` (or it divides true
+    gradients by the scale); it is right there only when the scaler is disabled exactly when that
+    path runs (`GradScaler(enabled=use_amp)`). Branch the step as the backward is branched. No fix
     is offered when backwards through different scalers reach the step.
 
     ## References
@@ -73,7 +81,8 @@ class OptimizerStepBypassesScaler(Rule):
     code = "AMP007"
     name = "optimizer-step-bypasses-scaler"
     summary = "`optimizer.step()` on gradients scaled by `scaler.scale(loss).backward()`"
-    fix_safety = FixSafety.SAFE
+    fix_safety = FixSafety.SOMETIMES
+    fix_withheld = "when backwards through different scalers reach the step"
     # Literal substrings for the prefilter: a bypassed scaler means a scaled backward in the file.
     triggers = (".scale(",)
 
@@ -115,6 +124,12 @@ class OptimizerStepBypassesScaler(Rule):
                 "scaler = torch.amp.GradScaler('cuda')\nif use_amp:\n    scaler.scale(loss).backward()\n"
                 "else:\n    loss.backward()\nscaler.step(optimizer)\n"
             ),
+            unsafe=True,  # without AMP the plain backward reaches the step: scaler.step would assert there
+        ),
+        # Two scalers' backwards reach one step: which scaler should step it is not for the fix to choose.
+        (
+            "scaler_a = torch.amp.GradScaler('cuda')\nscaler_b = torch.amp.GradScaler('cuda')\n"
+            "if phase:\n    scaler_a.scale(loss).backward()\nelse:\n    scaler_b.scale(loss).backward()\noptimizer.step()\n"
         ),
     )
 
@@ -147,7 +162,21 @@ class OptimizerStepBypassesScaler(Rule):
                 args=[cst.Arg(value=func.value)],
             )
             fix = Fix.safe(f"Replace with `{scaler}.step({optimizer})`", {event.call: replacement})
+            if self._unscaled_path_reaches(event, scaler):
+                # ``else: loss.backward()`` (or ``self.scaler`` None) reaches the step too: there the
+                # original plain step is right and ``scaler.step`` raises or divides true gradients.
+                fix = Fix.unsafe(fix.message, fix.changes)
             yield self.violation(event.call, message, fix=fix)
+
+    def _unscaled_path_reaches(self, step: Event, scaler: str) -> bool:
+        """On some feasible path the step's optimizer holds gradients the scaler did not scale
+        (a plain backward, or none) when the step runs."""
+        optimizer = step.optimizer or self.facts.code(step.call.func.value)  # type: ignore[attr-defined]
+        for run, state in self.facts.protocol.states_before(step):
+            tracked = state.get(optimizer)
+            if scaler in run.names and tracked is not None and tracked.grads in (P.Grads.TRUE, P.Grads.NONE):
+                return True
+        return False
 
     def _scaled_backwards(self, step: Event) -> list[Event]:
         """The scaled backwards whose gradients this ``optimizer.step()`` consumes, on a path the

@@ -80,14 +80,14 @@ class UnscaledBackward(Rule):
     ```
 
     ## Fix safety
-    The fix is safe: `loss.backward(...)` becomes `scaler.scale(loss).backward(...)` with the
-    scaler that steps the optimizer, keeping the backward's arguments. When that scaler may be
-    `None` (`self.scaler = None` unless AMP is on, `GradScaler() if amp else None`), the backward
-    becomes `(scaler.scale(loss) if scaler is not None else loss).backward(...)`, so the path
-    without AMP runs as before. A discarded
-    `scaler.scale(loss)` directly followed by `loss.backward()` is merged into
-    `scaler.scale(loss).backward()`. A discarded `scaler.scale(...)` elsewhere is reported without
-    a fix.
+    The fix is safe for a loss the function computes itself (for one it is handed, see below):
+    `loss.backward(...)` becomes `scaler.scale(loss).backward(...)` with the scaler that steps the
+    optimizer, keeping the backward's arguments. When that scaler may be `None` (`self.scaler =
+    None` unless AMP is on, `GradScaler() if amp else None`), the backward becomes
+    `(scaler.scale(loss) if scaler is not None else loss).backward(...)`, so the path without AMP
+    runs as before. A discarded `scaler.scale(loss)` directly followed by `loss.backward()` is merged
+    into `scaler.scale(loss).backward()`. A discarded `scaler.scale(...)` elsewhere is reported
+    without a fix.
 
     When the loss is a parameter of the function (`def _backward(self, loss)`), its callers
     decide: if every caller in the file passes `scaler.scale(loss)` the function is right and
@@ -95,7 +95,9 @@ class UnscaledBackward(Rule):
     without a fix; if nobody in the file calls it, nothing is reported (its callers elsewhere may
     scale). When every caller in the file passes an unscaled loss the backward is reported, and
     its fix is safe only for a private function (`_name`, or one nested in another): a public one
-    may have callers in other modules that scale, so there the fix is unsafe.
+    may have callers in other modules that scale, so there the fix is unsafe. So is the fix of a
+    loss computed from a parameter (`(loss / self.accum).backward()` in `def _backward(self,
+    loss)`): a caller may pass `scaler.scale(loss)`, which the rewrite would scale twice.
 
     ## References
     - [Automatic Mixed Precision examples: typical mixed precision training](https://pytorch.org/docs/stable/notes/amp_examples.html#typical-mixed-precision-training)
@@ -194,6 +196,7 @@ class UnscaledBackward(Rule):
                     self.scaler.step(self.opt)
                     self.scaler.update()
             """),
+            unsafe=True,  # the loss is computed from a parameter: a caller elsewhere may pass it scaled
         ),
         Invalid(
             dedent("""\
@@ -267,6 +270,26 @@ class UnscaledBackward(Rule):
             (out.scaled if verdict is True else out.unscaled if verdict is False else out.unknown).append(site)
         return out
 
+    def _loss_from_parameter(self, backward: Event) -> str | None:
+        """The parameter the backward's loss is computed from when it is not the parameter itself
+        (``(loss / self.accum).backward()`` in ``def _backward(self, loss)``, ``sum(losses)``, or
+        ``total = loss * w`` first): the expression's leading name, or a parameter named like a
+        loss that is not called (``loss_fn(x)``). A ``model`` or ``accum_steps`` parameter that
+        computes or divides the loss (``(model(x) / accum_steps).backward()``) is not its source."""
+        facts, func = self.facts, backward.call.func
+        function = facts.callgraph.function_of(backward.ctx.scope)
+        if function is None or not isinstance(func, cst.Attribute):
+            return None
+        params = set(function.params) - {"self", "cls"}
+        assigned = facts.assignments_to(backward.receiver, backward.ctx.scope) if backward.receiver else []
+        for source in [func.value, *(a.value for a in assigned if a.ctx.scope is backward.ctx.scope and a.value is not None)]:
+            if S.leading_name(source) in params:
+                return S.leading_name(source)
+            for ref in facts.references_within(source):
+                if ref.parts[0] in params and "loss" in ref.parts[0].lower() and (ref.role != "call" or len(ref.parts) > 1):
+                    return ref.parts[0]
+        return None
+
     def _scaled_argument(self, argument, site) -> bool | None:
         """``scaler.scale(loss)`` (or a name only ever assigned one) is scaled, a plain tensor is not;
         ``None`` when it cannot be told."""
@@ -301,6 +324,10 @@ class UnscaledBackward(Rule):
             return
         callers = self._loss_from_callers(event)
         if callers is None:
+            if self._loss_from_parameter(event) is not None:
+                # ``(loss / self.accum).backward()`` in ``def _backward(self, loss)``: a caller may hand
+                # in ``scaler.scale(loss)``, and the rewrite would then scale it twice
+                violation.fix = _as_unsafe(violation.fix)
             yield violation
         elif callers.unscaled and not callers.scaled and not callers.unknown:
             if callers.public:

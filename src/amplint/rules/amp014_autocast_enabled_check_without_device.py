@@ -67,7 +67,9 @@ class AutocastEnabledCheckWithoutDevice(Rule):
     meant. Calls are skipped where CUDA is the evident intent (inside `if device == "cuda":` or a CUDA
     autocast region) and in version fallbacks (`except TypeError:` after trying the device form).
     TorchScript rejects the device argument: functions decorated with `@torch.jit.script` are skipped,
-    and in files that script code the call is reported without a fix.
+    and in files that script code the call is reported without a fix. So is a call in a project whose
+    `target-torch` (set, or inferred from its `torch>=` requirement) is below 2.4, whose
+    `torch.is_autocast_enabled` takes no device argument.
 
     ## References
     - [Automatic Mixed Precision package - torch.amp](https://pytorch.org/docs/stable/amp.html)
@@ -78,7 +80,7 @@ class AutocastEnabledCheckWithoutDevice(Rule):
     name = "autocast-enabled-check-without-device"
     summary = "`torch.is_autocast_enabled()` without a device type checks CUDA only"
     fix_safety = FixSafety.SAFE
-    fix_withheld = "in a file that uses TorchScript"
+    fix_withheld = "in a file that uses TorchScript, or below the `target-torch` 2.4 that takes the device"
     triggers = ("is_autocast_enabled",)
     # the fix depends on whether the file scripts anything (TorchScript rejects the device argument)
     focus_tokens = ("jit", "script")
@@ -170,8 +172,11 @@ class AutocastEnabledCheckWithoutDevice(Rule):
             hint = self._device_hint(site.ctx.scope)
             if hint is not None:
                 message += f"; {hint}"
+            too_old = facts.compat.torch_too_old_for((2, 4))  # the device argument came with torch 2.4
             if facts.torchscript.uses_torchscript:
                 fix = NoFix("this file uses TorchScript, which rejects the device argument")
+            elif too_old is not None:
+                fix = NoFix(too_old)
             else:
                 fix = Fix.safe('Pass `"cuda"`', {site.node: site.node.with_changes(args=[E.positional(E.string_literal("cuda"))])})
             yield self.violation(site.node, message, fix=fix)

@@ -60,9 +60,12 @@ class ClipErrorIfNonfiniteWithScaler(Rule):
     ```
 
     ## Fix safety
-    The fix is safe: it drops `error_if_nonfinite=True`, which restores the default (`False`), under
-    which the scaler skips non-finite steps as designed. A positional `True` is dropped only when it is
-    the last argument. Scalers built with a literal `enabled=False` are not reported, nor is a clip
+    The fix drops `error_if_nonfinite=True`, which restores the default (`False`), under which the
+    scaler skips non-finite steps as designed. It is safe when the scaler is always there and
+    enabled. For a scaler built with a flag (`GradScaler(enabled=args.amp)`) or one that may be
+    `None`, the fix is unsafe: with AMP off nothing skips a non-finite step, and the keyword is what
+    stops the run; without it the optimizer steps on NaN gradients. A positional `True` is dropped
+    only when it is the last argument. Scalers built with a literal `enabled=False` are not reported, nor is a clip
     inside a `try` whose handler catches the `RuntimeError`, skips the step and still calls
     `scaler.update()` (in the handler, in `finally`, or after the `try`): that code already turns the
     overflow into a skipped step, and dropping the keyword would change what it does.
@@ -75,7 +78,7 @@ class ClipErrorIfNonfiniteWithScaler(Rule):
     code = "AMP017"
     name = "clip-error-if-nonfinite-with-scaler"
     summary = "`clip_grad_norm_(error_if_nonfinite=True)` raises on the overflow steps a GradScaler skips"
-    fix_safety = FixSafety.SAFE
+    fix_safety = FixSafety.SOMETIMES
     fix_withheld = "for a positional `True` followed by other arguments"
     # Literal substrings for the prefilter: the clip only matters next to a scaler
     # (the flag may be positional, so its name need not appear).
@@ -179,8 +182,12 @@ class ClipErrorIfNonfiniteWithScaler(Rule):
             if arg.keyword is None and arg is not site.node.args[-1]:
                 yield self.violation(site.node, message, fix=NoFix("the positional `True` is followed by other arguments"))
                 continue
-            new = E.remove_arg(site.node, arg)
-            yield self.violation(site.node, message, fix=Fix.safe("Drop `error_if_nonfinite=True`", {site.node: new}))
+            fix = Fix.safe("Drop `error_if_nonfinite=True`", {site.node: E.remove_arg(site.node, arg)})
+            if self.facts.scaling.may_be_built_disabled(scaler, site.ctx.scope) or self.facts.checkpoints.scaler_may_be_none(scaler, site.ctx):
+                # With AMP off (a disabled or absent scaler) the keyword is the run's only guard against NaN
+                # gradients: dropping it turns the error into a NaN step there.
+                fix = Fix.unsafe(fix.message, fix.changes)
+            yield self.violation(site.node, message, fix=fix)
 
     def _overflow_handled(self, site: CallSite) -> bool:
         """The clip's RuntimeError is caught by a handler that skips the step while ``update()``

@@ -93,6 +93,7 @@ class BackwardBypassesAccelerator(Rule):
     name = "backward-bypasses-accelerator"
     summary = "`loss.backward()` on a loss whose prepared optimizer Accelerate steps through its fp16 GradScaler"
     fix_safety = FixSafety.UNSAFE
+    fix_withheld = "when the backward passes positional arguments, or the Accelerator is not in reach where it runs"
     triggers = ("Accelerator",)
     requires = ("backward",)
 
@@ -188,6 +189,16 @@ class BackwardBypassesAccelerator(Rule):
             """),
             unsafe=True,
         ),
+        # A positional argument (the gradient): where it goes on `accelerator.backward` is not for the fix to guess.
+        dedent("""\
+            from accelerate import Accelerator
+            accelerator = Accelerator(mixed_precision="fp16")
+            model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+            for batch in loader:
+                loss = model(**batch).loss
+                loss.backward(torch.ones_like(loss))
+                optimizer.step()
+        """),
     )
 
     def check(self) -> Iterator[Violation]:

@@ -85,6 +85,7 @@ class TrainerBf16OnBf16Weights(Rule):
     summary = "a model loaded in bfloat16 and trained with `TrainingArguments(bf16=True)`: no float32 weights, small updates are lost"
     severity = Severity.WARNING
     fix_safety = FixSafety.UNSAFE
+    fix_withheld = "when the dtype is a bare imported name (`from torch import bfloat16`)"
     # The model comes from ``from_pretrained``, the precision from a ``...Trainer``'s arguments.
     triggers = ("from_pretrained",)
     requires = ("Trainer", "bf16", "bfloat16")
@@ -177,6 +178,14 @@ class TrainerBf16OnBf16Weights(Rule):
             """),
             unsafe=True,
         ),
+        # A bare imported dtype name: the fix would need `torch` imported to spell float32.
+        dedent("""\
+            from torch import bfloat16
+            from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
+
+            model = AutoModelForCausalLM.from_pretrained("gpt2", torch_dtype=bfloat16)
+            Trainer(model=model, args=TrainingArguments(output_dir="out", bf16=True), train_dataset=data).train()
+        """),
     )
 
     def check(self) -> Iterator[Violation]:

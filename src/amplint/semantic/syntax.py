@@ -161,6 +161,20 @@ def without_parens(expr: cst.BaseExpression) -> cst.BaseExpression:
     return expr
 
 
+def leading_name(expr: cst.BaseExpression) -> str | None:
+    """The name an arithmetic or method chain starts from: ``loss`` in ``(loss / n).mean()``."""
+    node = without_parens(expr)
+    while True:
+        if isinstance(node, cst.BinaryOperation):
+            node = without_parens(node.left)
+        elif isinstance(node, cst.UnaryOperation):
+            node = without_parens(node.expression)
+        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            node = without_parens(node.func.value)
+        else:
+            return node.value if isinstance(node, cst.Name) else None
+
+
 def is_none(node: cst.CSTNode | None) -> bool:
     """``node`` is the literal ``None``."""
     return isinstance(node, cst.Name) and node.value == "None"
