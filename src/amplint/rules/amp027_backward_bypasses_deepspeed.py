@@ -6,7 +6,7 @@ from typing import Iterator
 import libcst as cst
 
 from amplint.amp.events import EventKind
-from amplint.amp.framework_configs import deepspeed_initializations, deepspeed_precision
+from amplint.amp.deepspeed_configs import deepspeed_initializations, deepspeed_precision
 from amplint.fix import NoFix
 from amplint.model import FixSafety
 from amplint.rules.base import Rule, Violation
@@ -17,12 +17,24 @@ class BackwardBypassesDeepSpeed(Rule):
     """
     ## What it does
     Finds a plain `loss.backward()` in the function that builds a DeepSpeed engine with
-    `deepspeed.initialize(..., config=...)` whose config, a dict literal in the file (or the one
-    dict a name is assigned), enables `"fp16"`, when the engine or the optimizer it returned is
-    stepped after that backward (`engine.step()`, `optimizer.step()`). A backward of a loss the
-    engine scaled (`engine.scale(loss).backward()`) and `engine.backward(loss)` are right; a
-    `"bf16"` config, a config read from a file or from arguments, and a backward in another
-    function are not reported.
+    `deepspeed.initialize(..., config=...)` (or `config_params=`) whose config enables `"fp16"`,
+    when the engine or the optimizer it returned is stepped after that backward (`engine.step()`,
+    `optimizer.step()`). The config is read where the code shows it for certain:
+
+    - a dict literal in the file, or the one dict a name is assigned;
+    - a JSON file of the project named by a literal path: `config="configs/ds_fp16.json"`, a name
+      assigned such a literal, `json.load(open("ds.json"))`, or `cfg = json.load(f)` inside
+      `with open("ds.json") as f:`. The path is looked for as DeepSpeed would be run in practice:
+      against the linted file's folder, then each folder up to the project root.
+
+    A backward of a loss the engine scaled (`engine.scale(loss).backward()`) and
+    `engine.backward(loss)` are right. Not reported: a `"bf16"` config; a config from the command
+    line (`args.deepspeed_config`, `--deepspeed_config`); a JSON file that does not exist, does
+    not parse as JSON, holds an `"auto"` value (written for the Hugging Face or Accelerate
+    integration) or whose candidate files disagree; a config the code changes before DeepSpeed
+    reads it (`cfg["fp16"]["enabled"] = args.fp16`, `cfg.update(...)`, or handed to a function);
+    a file linted without its project (standard input, `lint_source`, flake8, the language
+    server), where no file is read; and a backward in another function.
 
     ## Why is this bad?
     With fp16, DeepSpeed scales the loss itself: `engine.backward(loss)` divides it by the
@@ -32,7 +44,9 @@ class BackwardBypassesDeepSpeed(Rule):
     the accumulation division; DeepSpeed 0.19.8 checks for it in its backward hook and raises
     `RuntimeError: Loss scaling is required for this configuration, but backward() was called
     directly without scaling the loss` (`engine.py:3205-3211`) at the first backward, on the GPU
-    machine the job was queued for.
+    machine the job was queued for; at ZeRO stage 0, where that hook is not installed, the
+    backward prologue raises `RuntimeError: Direct calls to tensor.backward() are not supported
+    in this configuration` (`engine.py:3129-3133`).
 
     ## Example
     ```python
@@ -66,9 +80,11 @@ class BackwardBypassesDeepSpeed(Rule):
     ## References
     - [DeepSpeed: training (engine.backward, engine.step)](https://www.deepspeed.ai/getting-started/#training)
     - deepspeed 0.19.8 `deepspeed/runtime/engine.py`: `backward` 3382 (the accumulation division
-      and the loss scale at 3413-3418), the check of a direct backward 3205-3211, `scale` 3338
-      (`engine.scale(loss).backward()`); `deepspeed/__init__.py:604-610` (what `initialize`
-      returns); `deepspeed/runtime/fp16/fused_optimizer.py:374-385` (the step's unscale)
+      and the loss scale at 3413-3418), the check of a direct backward 3205-3211 (ZeRO) and
+      3129-3133 (ZeRO stage 0), `scale` 3338 (`engine.scale(loss).backward()`);
+      `deepspeed/__init__.py:604-610` (what `initialize` returns), 516-517 and 534-535 (`config_params`,
+      a config path read as JSON); `deepspeed/runtime/fp16/fused_optimizer.py:374-385` (the step's
+      unscale)
     """
 
     code = "AMP027"
@@ -76,7 +92,9 @@ class BackwardBypassesDeepSpeed(Rule):
     summary = "`loss.backward()` on a DeepSpeed engine whose config enables fp16, instead of `engine.backward(loss)`"
     fix_safety = FixSafety.NONE
     triggers = ("deepspeed",)
-    requires = ("backward", "fp16")
+    requires = ("backward",)
+    # Every finding's config spells "fp16" in the file or is read from a ``.json`` literal path.
+    requires_match = r"""fp16|\.json["']"""
 
     valid = (
         dedent("""\
@@ -106,7 +124,7 @@ class BackwardBypassesDeepSpeed(Rule):
             engine(x).mean().backward()
             optimizer.step()
         """),
-        # The config comes from a file: its precision is not known here.
+        # The config comes from the command line: its precision is not known here.
         dedent("""\
         import deepspeed
         engine, optimizer, _, _ = deepspeed.initialize(model=model, config=args.deepspeed_config)
@@ -159,8 +177,8 @@ class BackwardBypassesDeepSpeed(Rule):
                     continue
                 yield self.violation(event.call, (
                     f'The DeepSpeed engine on line {line} has "fp16" enabled in its config: it scales the loss in '
-                    f"`{engine}.backward(loss)`, and a plain `.backward()` skips the scale (DeepSpeed raises "
-                    "`RuntimeError: Loss scaling is required for this configuration` at the first backward); use "
+                    f"`{engine}.backward(loss)`, and a plain `.backward()` skips the scale (DeepSpeed refuses it with a "
+                    "`RuntimeError` at the first backward); use "
                     f"`{engine}.backward(loss)` and `{engine}.step()`"
                 ), fix=NoFix("engine.backward also divides by the accumulation steps: change the loop by hand"))
 
