@@ -149,6 +149,19 @@ def _config(tmp_path: Path, text: str, at: str = "configs/ds.json") -> Path:
     ('{// hjson\n"fp16": {"enabled": true}}', None),
     ('[{"fp16": {"enabled": true}}]', None),
     ('{"fp16": {"enabled": tru', None),
+    # DeepSpeed's own torch.autocast: float16 without ZeRO builds the engine's GradScaler
+    ('{"torch_autocast": {"enabled": true, "dtype": "torch.float16"}}', "torch_autocast-fp16"),
+    ('{"torch_autocast": {"enabled": true, "dtype": "half"}, "zero_optimization": {"stage": 0}}', "torch_autocast-fp16"),
+    ('{"torch_autocast": {"enabled": true, "dtype": "fp16"}, "zero_optimization": {"offload_optimizer": null}}',
+     "torch_autocast-fp16"),  # the stage defaults to 0
+    ('{"torch_autocast": {"enabled": true, "dtype": "torch.float16"}, "zero_optimization": {"stage": 1}}', None),
+    ('{"torch_autocast": {"enabled": true, "dtype": "torch.float16"}, "zero_optimization": {"stage": "0"}}', None),
+    ('{"torch_autocast": {"enabled": true, "dtype": "torch.float16"}, "zero_optimization": true}', None),
+    ('{"torch_autocast": {"enabled": true, "dtype": "bfloat16"}}', None),
+    ('{"torch_autocast": {"enabled": true}}', None),  # the device's default dtype
+    ('{"torch_autocast": {"enabled": false, "dtype": "torch.float16"}}', None),  # fp32
+    ('{"torch_autocast": {"enabled": true, "dtype": "torch.float16"}, "fp16": {"enabled": true}}', None),
+    ('{"torch_autocast": {"enabled": true, "dtype": "torch.float16"}, "bf16": {"enabled": true}}', None),
 ])
 def test_what_a_config_file_enables(tmp_path, text, precision):
     _config(tmp_path, text)
@@ -178,6 +191,8 @@ def test_precision_of_a_parsed_config():
     assert precision_of({"bf16": None, "bfloat16": {"enabled": True}}) == "bf16"
     assert precision_of({}) == "fp32"
     assert precision_of("ds.json") is None
+    assert precision_of({"torch_autocast": {"enabled": True, "dtype": "float16"}}) == "torch_autocast-fp16"
+    assert precision_of({"torch_autocast": {"enabled": True, "dtype": "float16"}, "zero_optimization": {"stage": False}}) is None
 
 
 # -- which spellings name the file, and which changes make its precision unknown
@@ -209,6 +224,8 @@ def train(model, loader, args, patch, logger):
     ('cfg = json.load(open("configs/ds.json"))\n    assert "bf16" not in cfg\n    print(cfg["fp16"])', True),
     ('cfg = json.load(open("configs/ds.json"))\n    if cfg["fp16"]["enabled"]:\n        print("fp16")', True),
     ('cfg = json.load(open("configs/ds.json"))\n    size = cfg.get("train_batch_size")', True),
+    # ZeRO does not change what "fp16" does to a plain backward
+    ('cfg = json.load(open("configs/ds.json"))\n    cfg["zero_optimization"]["stage"] = args.stage', True),
     ("cfg = args.deepspeed_config", False),
     ('cfg = "configs/ds.yaml"', False),
     ('cfg = "configs/missing.json"', False),
@@ -216,6 +233,7 @@ def train(model, loader, args, patch, logger):
     ('cfg = json.load(open("configs/ds.json"))\n    cfg["fp16"]["enabled"] = args.fp16', False),
     ('cfg = json.load(open("configs/ds.json"))\n    cfg.update(args.overrides)', False),
     ('cfg = json.load(open("configs/ds.json"))\n    del cfg["fp16"]', False),
+    ('cfg = json.load(open("configs/ds.json"))\n    cfg["torch_autocast"] = args.autocast', False),
     ('cfg = json.load(open("configs/ds.json"))\n    patch(cfg)', False),
     ('cfg = json.load(open("configs/ds.json"))\n    section = cfg["fp16"]\n    section["enabled"] = False', False),
     ('cfg = json.load(open("configs/ds.json"))\n    section = cfg.get("fp16")', False),
@@ -230,3 +248,24 @@ def test_how_the_script_names_and_treats_the_config(tmp_path, setup, reported, k
     script.write_text(SCRIPT.format(setup="    " + setup, keyword=keyword))
     (result,) = run_jobs([Job(str(script), Settings(select=("AMP027",), root=str(tmp_path)), display="train.py")], 1)
     assert [f.code for f in result.findings] == (["AMP027"] if reported else [])
+
+
+AUTOCAST_SCRIPT = SCRIPT.replace("        engine(x).mean().backward()\n", "        engine.backward(engine(x).mean())\n")
+
+
+@pytest.mark.parametrize("setup, reported", [
+    ('cfg = "configs/ds.json"', True),
+    ('cfg = json.load(open("configs/ds.json"))\n    cfg["train_batch_size"] = 8', True),
+    ('cfg = json.load(open("configs/ds.json"))\n    cfg["zero_optimization"] = {"stage": args.stage}', False),
+    ('cfg = json.load(open("configs/ds.json"))\n    cfg.get("zero_optimization")["stage"] = 2', False),
+    ('cfg = json.load(open("configs/ds.json"))\n    cfg["torch_autocast"]["dtype"] = args.dtype', False),
+])
+def test_a_float16_torch_autocast_file_and_the_zero_stage_the_script_may_set(tmp_path, setup, reported):
+    """A "torch_autocast" config in float16 without ZeRO: ``optimizer.step()`` after
+    ``engine.backward(loss)`` is reported, unless the script may set a ZeRO stage (then the ZeRO
+    optimizer owns the GradScaler) or change the autocast section."""
+    _config(tmp_path, '{"train_batch_size": 16, "torch_autocast": {"enabled": true, "dtype": "torch.float16"}}')
+    script = tmp_path / "train.py"
+    script.write_text(AUTOCAST_SCRIPT.format(setup="    " + setup, keyword="config"))
+    (result,) = run_jobs([Job(str(script), Settings(select=("AMP027",), root=str(tmp_path)), display="train.py")], 1)
+    assert [(f.code, f.location.row) for f in result.findings] == ([("AMP027", 13 + setup.count("\n"))] if reported else [])

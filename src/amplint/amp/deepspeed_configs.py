@@ -17,7 +17,10 @@ one (standard input, ``lint_source``, flake8, the language server) and nothing i
 else (``args.deepspeed_config``, a path built at run time) is unknown. So is a config the code may
 change before DeepSpeed reads it: a name holding it that is written through (``cfg["fp16"] = ...``,
 ``cfg.update(...)``, ``del cfg["bf16"]``) or handed to a function, unless what is written is under
-a literal key that is no precision section (``cfg["train_batch_size"] = 8``).
+a literal key that is no precision section (``cfg["train_batch_size"] = 8``). ``"torch_autocast"``
+is one; for a float16 ``"torch_autocast"`` config (:data:`~amplint.project.configs.TORCH_AUTOCAST_FP16`)
+so is ``"zero_optimization"``, since a ZeRO stage moves the engine's GradScaler into the ZeRO
+optimizer.
 """
 
 from __future__ import annotations
@@ -27,13 +30,16 @@ from typing import Any
 import libcst as cst
 
 import amplint.semantic.syntax as S
-from amplint.project.configs import BF16, FP16, precision_of
+from amplint.project.configs import BF16, FP16, TORCH_AUTOCAST_FP16, precision_of
 
 DEEPSPEED_INITIALIZE = frozenset({"deepspeed.initialize"})
 # ``deepspeed.initialize(..., config=None, ..., config_params=None)``: the two keywords that
 # carry the config (deepspeed/__init__.py, ``initialize``).
 CONFIG_KEYWORDS = ("config", "config_params")
-_PRECISION_KEYS = frozenset({"fp16", "bf16", "bfloat16"})
+# The sections that decide what :func:`deepspeed_precision` answers; ``"zero_optimization"``
+# also decides it for a ``"torch_autocast"`` config (the ZeRO optimizer then owns its GradScaler).
+_PRECISION_KEYS = frozenset({"fp16", "bf16", "bfloat16", "torch_autocast"})
+ZERO_KEY = "zero_optimization"
 # Methods of a dict that read it; any other method called on a config may change it.
 _READING_METHODS = frozenset({"get", "keys", "values", "items", "copy", "__getitem__", "__contains__"})
 # Of those, the ones that hand out no section of the config.
@@ -46,20 +52,25 @@ _NAME_HOPS = 4
 
 
 def deepspeed_precision(facts: Any, call: cst.Call, ctx) -> str | None:
-    """``"fp16"``/``"bf16"`` when the config of the ``deepspeed.initialize`` call ``call``
-    enables it; ``None`` when it enables neither or is not known."""
+    """``"fp16"``/``"bf16"``/:data:`~amplint.project.configs.TORCH_AUTOCAST_FP16` when the config
+    of the ``deepspeed.initialize`` call ``call`` enables it; ``None`` when it enables none of
+    them or is not known."""
     value = next((S.keyword_arg_value(call, k) for k in CONFIG_KEYWORDS if S.keyword_arg(call, k) is not None), None)
     value, scope, names = _sole_value(facts, value, ctx.scope)
     if value is None:
         return None
-    if S.string_value(value) is None and any(_changed(facts, name, owner) for name, owner in names):
+    mutable = S.string_value(value) is None  # a dict, not a path
+    if mutable and any(_changed(facts, name, owner, _PRECISION_KEYS) for name, owner in names):
         return None  # a dict the code may change before DeepSpeed reads it
     if isinstance(value, (cst.Dict, cst.Call)) and S.dict_items(value) is not None:
         precision = precision_of(_literal(value))
     else:
         path = _config_path(facts, value, scope)
         precision = facts.project.config_precision(path) if path is not None else None
-    return precision if precision in (FP16, BF16) else None
+    if precision == TORCH_AUTOCAST_FP16 and mutable and any(
+            _changed(facts, name, owner, _PRECISION_KEYS | {ZERO_KEY}) for name, owner in names):
+        return None  # ``cfg["zero_optimization"]["stage"] = args.stage``: ZeRO may own the scaler
+    return precision if precision in (FP16, BF16, TORCH_AUTOCAST_FP16) else None
 
 
 def deepspeed_initializations(facts: Any) -> list[tuple[Any, tuple[str, ...]]]:
@@ -137,10 +148,10 @@ def _opened_as(facts: Any, name: str, reader: cst.Call) -> cst.BaseExpression | 
     return found[0] if len(found) == 1 else None
 
 
-def _changed(facts: Any, name: str, owner) -> bool:
+def _changed(facts: Any, name: str, owner, keys: frozenset[str]) -> bool:
     """The dict ``name`` (bound in the scope ``owner``) holds may be changed, or handed on, before
     DeepSpeed reads it; reads, ``deepspeed.initialize(config=name)`` and anything done under a
-    literal key that is no precision section (``cfg["train_batch_size"] = 8``) are not."""
+    literal key that is none of ``keys`` (``cfg["train_batch_size"] = 8``) are not."""
     if not name:
         return True
     handed = {
@@ -152,13 +163,13 @@ def _changed(facts: Any, name: str, owner) -> bool:
         if len(ref.parts) > 1:
             if ref.parts[1] not in _READING_METHODS:
                 return True  # ``cfg.update(...)``, ``cfg.pop("bf16")``
-            if ref.parts[1] in _PURE_READS or _got_other_key(ref) or not _written(facts, ref):
+            if ref.parts[1] in _PURE_READS or _got_other_key(ref, keys) or not _written(facts, ref):
                 continue
             return True  # ``section = cfg.get("fp16")``
         parent = ref.parent
         if isinstance(parent, cst.Subscript) and parent.value is ref.node:
             key = _first_key(parent)
-            if key is not None and key not in _PRECISION_KEYS:
+            if key is not None and key not in keys:
                 continue
         if _written(facts, ref):
             return True
@@ -171,13 +182,13 @@ def _reads(facts: Any, ref, owner) -> bool:
     return found[0].scope is owner if found else owner.kind == "module"
 
 
-def _got_other_key(ref) -> bool:
-    """``cfg.get("train_batch_size")``: a read of a literal key that is no precision section."""
+def _got_other_key(ref, keys: frozenset[str]) -> bool:
+    """``cfg.get("train_batch_size")``: a read of a literal key that is none of ``keys``."""
     call = ref.parent
     if not (isinstance(call, cst.Call) and call.func is ref.node and ref.parts[1] in ("get", "__getitem__") and call.args):
         return False
     key = S.string_value(call.args[0].value)
-    return key is not None and key not in _PRECISION_KEYS
+    return key is not None and key not in keys
 
 
 def _first_key(subscript: cst.Subscript) -> str | None:

@@ -21,6 +21,15 @@ they all enable, and unknown (``None``) whenever it cannot be one:
 The ``"bf16"`` section is read as DeepSpeed reads it, falling back to the old ``"bfloat16"`` key
 (``runtime/precision_config.py:34-38``); a section's ``enabled`` defaults to false
 (``precision_config.py:46``, ``:105``).
+
+A config that enables neither but turns on ``"torch_autocast"`` with a float16 ``dtype`` and no
+ZeRO (``"zero_optimization"`` absent or at stage 0) is :data:`TORCH_AUTOCAST_FP16`: the engine
+then keeps the model in float32, runs its forward under ``torch.autocast`` and scales the loss
+with a ``torch.amp.GradScaler`` of its own, which only ``engine.step()`` steps
+(``runtime/engine.py:666-672``, ``3419-3420``, ``3512-3514``). With ZeRO the ZeRO optimizer owns
+that scaler (``runtime/zero/stage_1_and_2.py:2976-2978``): that config is unknown here, and so is
+one whose stage is not a literal integer, whose ``dtype`` is missing (the device's default) or
+not a float16 spelling, or that enables ``"fp16"`` or ``"bf16"`` beside ``"torch_autocast"``.
 """
 
 from __future__ import annotations
@@ -28,14 +37,17 @@ from __future__ import annotations
 from pathlib import Path
 
 # What a config enables: one of the precisions, or neither; ``None`` stands for unknown.
-FP16, BF16, NEITHER = "fp16", "bf16", "fp32"
+FP16, BF16, NEITHER, TORCH_AUTOCAST_FP16 = "fp16", "bf16", "fp32", "torch_autocast-fp16"
+# ``DtypeEnum.fp16``'s spellings (deepspeed 0.19.8 ``runtime/config.py:146``).
+_FP16_SPELLINGS = frozenset({"torch.float16", "fp16", "float16", "half"})
 # A DeepSpeed config is a few kilobytes; a larger file is not read.
 _MAX_CONFIG_BYTES = 1 << 20
 
 
 def config_precision(importer: str, literal: str, root: str | Path) -> str | None:
-    """``"fp16"`` or ``"bf16"`` when every candidate file for the path ``literal``, named in the
-    file ``importer``, enables it; ``None`` when they enable neither or the answer is unknown."""
+    """``"fp16"``, ``"bf16"`` or :data:`TORCH_AUTOCAST_FP16` when every candidate file for the
+    path ``literal``, named in the file ``importer``, enables it; ``None`` when they enable none
+    of them or the answer is unknown."""
     from amplint.project.resolve import normalized, search_folders
 
     if not literal or literal.startswith("~") or "\x00" in literal or Path(literal).is_absolute():
@@ -50,19 +62,28 @@ def config_precision(importer: str, literal: str, root: str | Path) -> str | Non
     if len(found) != 1:
         return None  # none exists, or they disagree
     precision = found.pop()
-    return precision if precision in (FP16, BF16) else None
+    return precision if precision in (FP16, BF16, TORCH_AUTOCAST_FP16) else None
 
 
 def precision_of(config: object) -> str | None:
-    """What a parsed config enables (:data:`FP16`, :data:`BF16`, :data:`NEITHER`); ``None`` when
-    unknown (see the module's docstring)."""
+    """What a parsed config enables (:data:`FP16`, :data:`BF16`, :data:`TORCH_AUTOCAST_FP16`,
+    :data:`NEITHER`); ``None`` when unknown (see the module's docstring)."""
     if not isinstance(config, dict) or _holds_auto(config):
         return None
     fp16 = _enabled(config.get("fp16"))
     bf16 = _enabled(config["bf16"] if config.get("bf16") is not None else config.get("bfloat16"))
-    if fp16 is None or bf16 is None or (fp16 and bf16):
+    autocast = _enabled(config.get("torch_autocast"))
+    if fp16 is None or bf16 is None or autocast is None or (fp16 and bf16):
         return None
-    return FP16 if fp16 else BF16 if bf16 else NEITHER
+    if fp16 or bf16:
+        return None if autocast else FP16 if fp16 else BF16
+    if not autocast:
+        return NEITHER
+    dtype, zero = config["torch_autocast"].get("dtype"), config.get("zero_optimization")
+    stage = zero.get("stage", 0) if isinstance(zero, dict) else 0 if zero is None else None
+    if dtype not in _FP16_SPELLINGS or stage != 0 or isinstance(stage, bool):
+        return None  # another dtype, the device's default, or a ZeRO optimizer owning the scaler
+    return TORCH_AUTOCAST_FP16
 
 
 def _file_precision(path: Path) -> str | None:

@@ -77,8 +77,9 @@ class DeferredContext:
         return found
 
     def config_precision(self, literal: str) -> str | None:
-        """``"fp16"``/``"bf16"`` when the DeepSpeed config file the path ``literal`` names in the
-        project enables it; ``None`` when it enables neither or cannot be known."""
+        """``"fp16"``/``"bf16"``/``"torch_autocast-fp16"`` when the DeepSpeed config file the path
+        ``literal`` names in the project enables it; ``None`` when it enables none of them or
+        cannot be known."""
         return self._ask(CONFIG, literal)
 
     def get(self) -> ProjectContext | None:

@@ -124,10 +124,10 @@ class ProjectView:
         return callee is not None and callee.function.has(effect)
 
     def config_precision(self, literal: str) -> str | None:
-        """``"fp16"``/``"bf16"`` when the DeepSpeed config file that the path ``literal`` names in
-        the project enables it (:mod:`amplint.project.configs`); ``None`` when it enables neither,
-        cannot be known, or the file is linted without a project (standard input, ``lint_source``,
-        flake8, the language server): then nothing is read."""
+        """``"fp16"``/``"bf16"``/``"torch_autocast-fp16"`` when the DeepSpeed config file that the path
+        ``literal`` names in the project enables it (:mod:`amplint.project.configs`); ``None`` when it
+        enables none of them, cannot be known, or the file is linted without a project (standard
+        input, ``lint_source``, flake8, the language server): then nothing is read."""
         context = self._context
         return context.config_precision(literal) if isinstance(context, DeferredContext) else None
 

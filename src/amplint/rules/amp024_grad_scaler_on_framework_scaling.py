@@ -359,7 +359,7 @@ class GradScalerOnFrameworkScaling(Rule):
         engines = []
         for site in facts.call_index.calls_to(DEEPSPEED_INITIALIZE):
             precision = deepspeed_precision(self.facts, site.node, site.ctx)
-            if precision is not None:
+            if precision in ("fp16", "bf16"):  # not a "torch_autocast" config: the model stays float32
                 engines.append((site, precision))
         if not engines:
             return
