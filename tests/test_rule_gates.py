@@ -417,6 +417,9 @@ def test_amp026_and_amp027_need_a_plain_backward_and_amp027_an_fp16_section():
     assert "AMP027" not in _gated_away(ds + "loss.backward()\n")
     for config in ("{'bf16': {'enabled': True}}", "{'fp16': {'enabled': False}}", "{'fp16': cfg}", "cfg"):
         assert "AMP027" in _gated_away(ds.replace("{'fp16': {'enabled': True}}", config) + "loss.backward()\n"), config
+    # A config the facts read from elsewhere: a float16 torch_autocast section, a JSON file of the project.
+    for config in ("{'torch_autocast': {'enabled': True, 'dtype': 'float16'}}", "'configs/ds_fp16.json'"):
+        assert "AMP027" not in _gated_away(ds.replace("{'fp16': {'enabled': True}}", config) + "loss.backward()\n"), config
 
 
 def test_amp028_needs_bf16_true():

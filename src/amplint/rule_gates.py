@@ -37,7 +37,8 @@ The scaler rules are gated the same way on what makes a name a GradScaler for th
 written in the file), ``unscale_``, ``.scale(loss).backward()``, or a ``step`` on a receiver whose
 last part says ``scaler``. A time-series model's ``self.scaler = MeanScaler(config)`` is none of
 these. The framework rules are gated on the literal their findings read (``bf16=True``, a
-DeepSpeed ``{"fp16": {"enabled": True}}``, ``precision=16``) and on the ``x.backward()`` call
+DeepSpeed ``{"fp16": {"enabled": True}}`` unless the file may name another config,
+``precision=16``) and on the ``x.backward()`` call
 their training needs.
 """
 
@@ -140,9 +141,11 @@ def _amp026_may_report(evidence: TreeEvidence) -> bool:
 
 
 def _amp027_may_report(evidence: TreeEvidence) -> bool:
-    """AMP027 reports a plain ``x.backward()`` beside a ``deepspeed.initialize`` whose config is a
-    literal dict (or the one dict a name is assigned) with ``"fp16": {"enabled": True}``."""
-    return evidence.backward_method_call and evidence.fp16_config_section
+    """AMP027 reports a plain ``x.backward()`` (or, under a float16 ``"torch_autocast"`` config, an
+    ``optimizer.step()`` after ``engine.backward(loss)``) beside a ``deepspeed.initialize`` whose
+    config is a literal dict (or the one dict a name is assigned) with ``"fp16": {"enabled": True}``
+    or a ``"torch_autocast"`` section, or a ``.json`` file of the project."""
+    return evidence.backward_method_call and (evidence.fp16_config_section or evidence.deepspeed_config_elsewhere)
 
 
 def _amp028_may_report(evidence: TreeEvidence) -> bool:

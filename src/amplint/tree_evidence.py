@@ -46,6 +46,9 @@ class TreeEvidence:
         """``text``: the source of ``tree``; with it only the statements (top-level ones and
         members of classes) whose lines hold a word of :data:`amplint.walk_words.WALK_WORDS` are walked."""
         self.autocast_always_off = True  # no name containing ``autocast`` is used but as the callee of a disabled call
+        # A DeepSpeed config the facts may read other than as a literal ``"fp16"`` section: a
+        # ``"torch_autocast"`` one, or a JSON file of the project named by a ``.json`` path.
+        self.deepspeed_config_elsewhere = False
         self.autocast_named = False  # some name, attribute or import says ``autocast`` (any case)
         self.autocast_arguments_plain = True  # no autocast call passes an f-string or a call
         # The autocast classes (``torch.autocast``, ``torch.cuda.amp.autocast``...), reached only
@@ -172,6 +175,7 @@ class TreeEvidence:
                         self._indexed_device_string = True
                     self.torch_amp_named |= ".amp" in value or legacy_autocast_name(value)
                     self.fp16_precision_named |= value.lower() == "fp16"
+                    self.deepspeed_config_elsewhere |= value == "torch_autocast" or value.endswith(".json")
             elif kind is ast.ImportFrom or kind is ast.Import:
                 self.torch_amp_named |= imports_torch_amp(node)
                 self._note_import(node)

@@ -12,10 +12,11 @@ from itertools import accumulate
 # :class:`~amplint.tree_evidence.TreeEvidence` read in the walk: each is read from an identifier,
 # a keyword or an attribute that spells one of them (``autocast`` and ``scaler`` in any case, as the flags read
 # them; ``GradScaler`` and ``...Scaler`` hold ``scaler``; ``fp16_full_eval`` holds ``fp16``;
-# ``is_autocast_enabled`` holds ``autocast``), a ``device`` only from a call of it or an import
+# ``is_autocast_enabled`` holds ``autocast``; a string ``"torch_autocast"`` or one ending in
+# ``.json``, a DeepSpeed config read from elsewhere), a ``device`` only from a call of it or an import
 # of it ``as`` another name. Identifiers are spelled as written only in ASCII source (Python
 # normalises others).
-WALK_WORDS = ("bf16", "backward", "prepare", "unscale_")
+WALK_WORDS = ("bf16", "backward", "prepare", "unscale_", ".json")
 # AMP001's evidence: the identifier ``amp`` in an attribute or an import (the legacy function
 # names hold ``autocast``), or a string spelling a dotted ``.amp``.
 AMP_WORD = re.compile(r"\bamp\b")

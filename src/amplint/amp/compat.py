@@ -51,19 +51,6 @@ DEPRECATED_API = {
 }
 # The positional parameters of the old autocast classes, in order.
 OLD_AUTOCAST_PARAMETERS = ("enabled", "dtype", "cache_enabled")
-def _region_cache(region) -> cst.BaseExpression | cst.Name:
-    """The ``cache_enabled`` an autocast region is built with (keyword or positional: third for the
-    old classes, fourth for ``torch.amp.autocast``); the literal ``True`` when it is not given."""
-    if region.call is None:
-        return cst.Name("True")
-    value = S.keyword_arg_value(region.call, "cache_enabled")
-    positionals = S.positional_args(region.call)
-    index = 2 if region.deprecated else 3
-    if value is None and len(positionals) > index:
-        value = positionals[index].value
-    return cst.Name("True") if value is None or S.is_none(value) else value
-
-
 NEW_API = frozenset(
     {"torch.amp.autocast", "torch.amp.GradScaler", "torch.amp.custom_fwd", "torch.amp.custom_bwd",
      "torch.get_autocast_dtype", "torch.set_autocast_dtype", "torch.set_autocast_enabled", "torch.is_autocast_enabled"}
@@ -178,27 +165,6 @@ class CompatFacts:
     def in_annotation(self, node: cst.CSTNode) -> bool:
         """``node`` is part of a parameter, return or variable annotation."""
         return any(self.facts.tree.within(node, annotation) for annotation in self.facts.records.annotations)
-
-    def inherited_autocast_setting(self, call: cst.Call, ctx: Context, device: str) -> int | None:
-        """The line of an autocast region around the old ``torch.{cuda,cpu}.amp.autocast(...)``
-        ``call`` whose settings its ``torch.amp.autocast`` rewrite would inherit, where the old
-        class did not: it hard-codes ``dtype`` (float16 on CUDA, bfloat16 on CPU) and
-        ``cache_enabled=True``, the new one takes each it is not given from the autocast state it is
-        built in. A region built with ``enabled=False`` counts too: it still sets the dtype and cache
-        its body runs with. ``None`` when the call is off (``enabled=False``), outside any other
-        region of its device, or each region's dtype and cache are the old defaults."""
-        given = dict(zip(OLD_AUTOCAST_PARAMETERS, (arg.value for arg in S.positional_args(call))))
-        given.update({name: S.keyword_arg_value(call, name) for name in OLD_AUTOCAST_PARAMETERS if S.keyword_arg(call, name)})
-        if S.bool_value(given.get("enabled")) is False:
-            return None
-        default = {"cuda": "float16", "cpu": "bfloat16"}.get(device)
-        for region in self.facts.autocast.enclosing_autocast(ctx, enabled_only=False):
-            if region.device not in (device, None):
-                continue
-            if ("dtype" not in given and region.effective_dtype != default) or (
-                    "cache_enabled" not in given and S.bool_value(_region_cache(region)) is not True):
-                return self.facts.position(region.node).start.line
-        return None
 
     @cached_property
     def unreported_deprecated_imports(self) -> list[DeprecatedImport]:

@@ -1,6 +1,6 @@
-"""Framework settings read from the code: a DeepSpeed config dict's precision, whether a
-LightningModule leaves Lightning's automatic optimization on, and the mixed precision of the
-Lightning ``Trainer`` that fits it."""
+"""Framework settings read from the code: whether a LightningModule leaves Lightning's automatic
+optimization on, and the mixed precision of the Lightning ``Trainer`` that fits it. A DeepSpeed
+config's precision is :mod:`amplint.amp.deepspeed_configs`'s."""
 
 from __future__ import annotations
 
@@ -10,50 +10,13 @@ import libcst as cst
 
 import amplint.semantic.syntax as S
 from amplint.amp.frameworks import LEGACY_PRECISIONS, LIGHTNING_TRAINERS
-from amplint.semantic.records import Context, Scope
+from amplint.semantic.records import Scope
 
-DEEPSPEED_INITIALIZE = frozenset({"deepspeed.initialize"})
-# ``deepspeed.initialize(..., config=None, ..., config_params=None)``: the two keywords that
-# carry the config (deepspeed/__init__.py, ``initialize``).
-_DEEPSPEED_CONFIG_KEYWORDS = ("config", "config_params")
 LIGHTNING_MODULES = frozenset({
     "lightning.LightningModule", "lightning.pytorch.LightningModule", "lightning.pytorch.core.LightningModule",
     "lightning.pytorch.core.module.LightningModule", "pytorch_lightning.LightningModule",
     "pytorch_lightning.core.LightningModule", "pytorch_lightning.core.module.LightningModule",
 })
-
-
-def deepspeed_precision(facts: Any, call: cst.Call, ctx: Context) -> str | None:
-    """``"fp16"``/``"bf16"`` when the ``config=`` dict literal (or the one dict a name is
-    assigned) enables it; ``None`` when neither is enabled or the config is not known."""
-    value = next((S.keyword_arg_value(call, k) for k in _DEEPSPEED_CONFIG_KEYWORDS if S.keyword_arg(call, k) is not None), None)
-    if isinstance(value, cst.Name):
-        assigned = facts.values.assigned_alternatives(value.value, ctx.scope, booleans=False)
-        if len(assigned) != 1:
-            return None
-        value = assigned[0][1]
-    if not isinstance(value, cst.Dict):
-        return None
-    for precision in ("fp16", "bf16"):
-        section = _dict_entry(value, precision)
-        if isinstance(section, cst.Dict) and S.bool_value(_dict_entry(section, "enabled")) is True:
-            return precision
-    return None
-
-
-def deepspeed_initializations(facts: Any) -> list[tuple[Any, tuple[str, ...]]]:
-    """Each ``deepspeed.initialize(...)`` call with the names it is unpacked into
-    (``engine, optimizer, _, _ = ...``; deepspeed/__init__.py returns engine, optimizer,
-    dataloader, lr_scheduler); ``()`` when its result is not unpacked into names."""
-    out = []
-    for site in facts.call_index.calls_to(DEEPSPEED_INITIALIZE):
-        targets: tuple[str, ...] = ()
-        for assignment in facts.assignments_in(site.ctx.scope):
-            if assignment.value is site.node and assignment.targets:
-                targets = assignment.targets
-                break
-        out.append((site, targets))
-    return out
 
 
 def is_lightning_module(facts: Any, owner: Scope) -> bool:
@@ -111,6 +74,3 @@ def _mixed_lightning_precision(value: cst.BaseExpression | None) -> str | None:
         return text
     return LEGACY_PRECISIONS.get(text or "")
 
-
-def _dict_entry(node: cst.Dict, key: str) -> cst.BaseExpression | None:
-    return next((value for k, value, _ in S.dict_items(node) or () if k == key), None)

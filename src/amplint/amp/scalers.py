@@ -96,7 +96,7 @@ class ScalerFacts:
 
     def _deepspeed_engines(self) -> set[str]:
         """The names ``deepspeed.initialize(...)`` returns its engine into (``engine, opt, _, _ = ...``)."""
-        from amplint.amp.framework_configs import deepspeed_initializations
+        from amplint.amp.deepspeed_configs import deepspeed_initializations
 
         return {targets[0] for _, targets in deepspeed_initializations(self.facts) if targets}
 

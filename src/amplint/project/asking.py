@@ -6,7 +6,8 @@ what looks like training state near the opening parenthesis (``save_checkpoint(m
 an autocast helper (``from icefall.utils import torch_autocast``: AMP013 needs its dtype); a file
 with ``from pkg.mod import *`` asks what that binds (the names it uses and never binds). A model
 file's dozens of library imports are not followed, so linting one model file does not read its
-library.
+library. A file that mentions ``deepspeed`` and a ``.json`` string literal asks about config files
+(:func:`asks_about_configs`): ``deepspeed.initialize(config="ds.json")``'s precision is in the file.
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ ASKING_TOKENS = (b"scaler", b"Scaler")
 _AUTOCAST = b"autocast"
 # A file with ``from pkg.mod import *`` asks what it binds (``torch``, for a file that never imports it).
 _STAR = re.compile(rb"\bimport[ \t]*\*")
+# A DeepSpeed config named by a literal path (``config="configs/ds.json"``, ``open("ds.json")``).
+_DEEPSPEED = b"deepspeed"
+_JSON_LITERAL = re.compile(rb"\.json[\"']")
 # In both asking tokens: a file without it, nearly every file of a run, is ruled out in one scan.
 _ASKING_CORE = b"caler"
 _TRAINING_STATE = re.compile(r"optim|\bopt\b|ckpt|checkpoint|state_dict|scaler", re.IGNORECASE)
@@ -40,6 +44,13 @@ _ARGUMENT_REACH = 400
 
 def may_ask(data: bytes) -> bool:
     return _ASKING_CORE in data and any(token in data for token in ASKING_TOKENS)
+
+
+def asks_about_configs(data: bytes) -> bool:
+    """The file may hand DeepSpeed a config file it names as a literal: it mentions ``deepspeed``
+    and a string literal ending in ``.json``. The files are read only when a rule asks
+    (:meth:`amplint.project.deferred.DeferredContext.config_precision`)."""
+    return _DEEPSPEED in data and _JSON_LITERAL.search(data) is not None
 
 
 def mentions_scaler(text: str) -> bool:

@@ -12,7 +12,10 @@ than the rest of the project pass.
 - ``build``: whether any of them spells ``GradScaler`` (a read, no parse);
 - ``all``: the whole :class:`~amplint.project.context.ProjectContext` (summaries);
 - ``star``: what a ``from pkg.mod import *`` binds (:mod:`amplint.project.stars`), for the names a
-  file uses and never binds.
+  file uses and never binds;
+- ``config``: the precision a DeepSpeed config file enables, for a path the file names as a literal
+  (``config="configs/ds.json"``; :mod:`amplint.project.configs`), asked by a file that mentions
+  ``deepspeed`` and a ``.json`` literal, whatever it imports.
 
 It remembers which it was asked. A cache entry records those questions with a digest of their
 answers, and is used again only while the project gives the same answers
@@ -30,7 +33,7 @@ from amplint.project.stars import star_exports
 from amplint.project.records import ModuleSummary
 from amplint.project.resolve import normalized
 
-REACH, BUILD, ALL, STAR = "reach", "build", "all", "star"
+REACH, BUILD, ALL, STAR, CONFIG = "reach", "build", "all", "star", "config"
 
 
 class DeferredContext:
@@ -79,6 +82,12 @@ class DeferredContext:
             found = next((target for exported, target in exports if exported == name), found)
         return found
 
+    def config_precision(self, literal: str) -> str | None:
+        """``"fp16"``/``"bf16"``/``"torch_autocast-fp16"`` when the DeepSpeed config file the path
+        ``literal`` names in the project enables it; ``None`` when it enables none of them or
+        cannot be known."""
+        return self._ask(CONFIG, literal)
+
     def get(self) -> ProjectContext | None:
         """Everything the asked imports reach (summarising the modules they name)."""
         self._ask(ALL, "")
@@ -102,6 +111,10 @@ class DeferredContext:
         if kind == ALL:
             context = self._whole()
             return context.digest() if context is not None else ""
+        if kind == CONFIG:
+            from amplint.project.configs import config_precision
+
+            return config_precision(self.path, local, self.index.root) if isinstance(local, str) else None
         imported = self.imports.get(local)
         if imported is None or kind not in (REACH, BUILD, STAR):
             return None

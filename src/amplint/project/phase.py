@@ -3,7 +3,8 @@ imports reach, summarised from those modules, when a rule first asks.
 
 Only a file that holds a GradScaler asks (AMP006's checkpoint helpers), and only about the
 imports it calls with training state, or a file that mentions autocast, about the imports named
-like an autocast helper; the modules those imports name are summarised (cached by
+like an autocast helper, or a file that mentions ``deepspeed`` and a ``.json`` literal, about the
+DeepSpeed config files it names (AMP024, AMP027: the precision they enable); the modules those imports name are summarised (cached by
 content) when a rule linting that file first asks about one of them, in the worker that lints
 it. Every other file is linted with no project context and costs the pass one byte test. A
 module is summarised when it holds any text a summary can record (``torch.save``,
@@ -40,15 +41,33 @@ def with_project_context(job, data: bytes | None = None):
         return job
     from amplint.project.asking import asked_imports
 
+    if data is None:
+        from amplint.sourcefile import read_bytes_or_none
+
+        data = read_bytes_or_none(job.path)
+        if data is None:
+            return job
     imports = asked_imports(job, data)
-    if imports is None:
+    if imports is None and not _asks_about_configs(job, data):
         return job
     from amplint.project.context import ProjectIndex
     from amplint.project.deferred import DeferredContext
+    from amplint.project.records import ModuleSummary
 
     # Summarised as the imports are resolved: a module no asked import names is never read.
     index = ProjectIndex(job.settings.root, load=lambda path: summarize_path(path, job.cache_dir))
-    return replace(job, project=DeferredContext(job.path, imports, index))
+    return replace(job, project=DeferredContext(job.path, imports or ModuleSummary(), index))
+
+
+def _asks_about_configs(job, data: bytes) -> bool:
+    """The file names a DeepSpeed config file by a literal path and the prefilter keeps it."""
+    from amplint.project.asking import asks_about_configs
+
+    if not asks_about_configs(data):
+        return False
+    from amplint.selection import may_have_findings
+
+    return may_have_findings(data, job.settings, job.display or job.path)
 
 
 # The modules this process summarised (by path and cache), with a hash of the text each summary

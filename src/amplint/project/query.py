@@ -10,6 +10,7 @@ Typical questions::
 
     callee = facts.project.callee(site)          # Callee(function=FunctionSummary, module="utils.py")
     facts.project.call_reaches(site, "unscales")  # does the called helper unscale?
+    facts.project.config_precision("ds.json")     # "fp16": the DeepSpeed config file enables it
 """
 
 from __future__ import annotations
@@ -121,6 +122,14 @@ class ProjectView:
         :data:`~amplint.project.records.EFFECTS`: ``"unscales"``, ``"steps"``, ``"saves_scaler"``...)."""
         callee = self.callee(site)
         return callee is not None and callee.function.has(effect)
+
+    def config_precision(self, literal: str) -> str | None:
+        """``"fp16"``/``"bf16"``/``"torch_autocast-fp16"`` when the DeepSpeed config file that the path
+        ``literal`` names in the project enables it (:mod:`amplint.project.configs`); ``None`` when it
+        enables none of them, cannot be known, or the file is linted without a project (standard
+        input, ``lint_source``, flake8, the language server): then nothing is read."""
+        context = self._context
+        return context.config_precision(literal) if isinstance(context, DeferredContext) else None
 
     def visible_saves(self):
         """``(module, function, SavedCheckpoint)`` for every ``torch.save`` of this file and of

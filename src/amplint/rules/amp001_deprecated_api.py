@@ -6,14 +6,15 @@ from typing import Iterator
 
 import libcst as cst
 
-from amplint.amp.compat import DEPRECATED_API, OLD_AUTOCAST_PARAMETERS, DeprecatedImport, torch_amp_location
+from amplint.amp.autocast_inheritance import inherited_autocast_setting
+from amplint.amp.compat import DEPRECATED_API, DeprecatedImport, torch_amp_location
 from amplint.fix import Fix, NoFix
 import amplint.fix.edits as E
 from amplint.fix.imports import ImportRewrite, rewrite_group, rewrite_import
+from amplint.fix.torch_amp_calls import rewrite_call
 from amplint.model import FixSafety
 from amplint.rules.base import Invalid, Rule, Violation
 from amplint.semantic import ImportRecord, Reference
-import amplint.semantic.syntax as S
 
 
 @dataclass
@@ -332,7 +333,9 @@ class DeprecatedAmpApi(Rule):
             call = ref.parent
             assert isinstance(call, cst.Call)
             use.target = call
-            use.replacement = self._rewrite_call(call, new_ref, device, member, use)
+            use.replacement, use.reason = rewrite_call(call, new_ref, device, member)
+            if member == "autocast" and use.replacement is not None:
+                use.inherits_from = inherited_autocast_setting(self.facts, call, ref.ctx, device)
         elif ref.role == "decorator" and member in ("custom_fwd", "custom_bwd"):
             decorator = ref.parent
             assert isinstance(decorator, cst.Decorator)
@@ -354,27 +357,6 @@ class DeprecatedAmpApi(Rule):
                 head = head.value
             return E.attribute_chain(head, "amp", ref.parts[-1])
         return ref.node  # type: ignore[return-value]
-
-    def _rewrite_call(self, call: cst.Call, new_func, device: str, member: str, use: _Use) -> cst.Call | None:
-        if member == "autocast":
-            if S.has_star_args(call):
-                use.reason = "`*args`/`**kwargs` hide which argument is which"
-                return None
-            positionals = S.positional_args(call)
-            if len(positionals) > len(OLD_AUTOCAST_PARAMETERS):
-                use.reason = "too many positional arguments for autocast"
-                return None
-            # Positionals become keywords: ``torch.amp.autocast("cuda", True)`` binds True to dtype.
-            args = [E.keywordize(a, OLD_AUTOCAST_PARAMETERS[positionals.index(a)]) if a in positionals else a for a in call.args]
-            use.inherits_from = self.facts.compat.inherited_autocast_setting(call, use.ref.ctx, device)
-            return E.insert_arg(call.with_changes(func=new_func, args=args), 0, E.positional(E.string_literal(device)))
-        if member == "GradScaler":
-            return E.insert_arg(call.with_changes(func=new_func), 0, E.positional(E.string_literal(device)))
-        # custom_fwd / custom_bwd called: as a decorator factory or on a function
-        if S.keyword_arg(call, "device_type") is not None:
-            return call.with_changes(func=new_func)
-        index = E.first_keyword_index(call)
-        return E.insert_arg(call.with_changes(func=new_func), index, E.keyword("device_type", E.string_literal(device)))
 
     # -- reporting
     def _blocked(self, group: _Group) -> str | None:

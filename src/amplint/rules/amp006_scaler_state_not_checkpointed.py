@@ -9,12 +9,12 @@ from amplint.amp import Event
 from amplint.amp.checkpoint_helpers import CheckpointHelperFacts, HelperCheckpoint, state_dict_methods
 from amplint.amp.checkpoint_keys import unwritten_scaler_key
 from amplint.amp.binding_order import may_be_bound_at, not_restorable_at, set_before
-from amplint.amp.checkpoints import Checkpoint, scaler_key_like
+from amplint.amp.checkpoints import Checkpoint
 from amplint.amp.checkpoints import scaler_key_like as _styled_key  # noqa: F401 - the fix-shape tests import it here
 from amplint.fix import Fix, NoFix
-import amplint.fix.dicts as D
 from amplint.fix.checkpoint_dicts import add_scaler_to_checkpoint, flagged_scaler_fix, scaler_unfit
-from amplint.fix.checkpoint_files import load_scaler_file, save_scaler_file
+from amplint.fix.checkpoint_files import save_scaler_file
+from amplint.fix.scaler_restore import restore_beside_optimizer
 import amplint.fix.edits as E
 from amplint.model import FixSafety
 from amplint.rules.base import SCALER_TRIGGERS, Invalid, Rule, Violation
@@ -291,11 +291,8 @@ class ScalerStateNotCheckpointed(Rule):
         )
 
     def _save_fix(self, event: Event, checkpoint: Checkpoint, scalers: list[str], optimizer_keys: list[str | None]) -> Fix | NoFix:
-        if checkpoint.single:
-            return self._file_save_fix(event, scalers)
-        return add_scaler_to_checkpoint(self.facts, event.ctx, checkpoint, scalers, optimizer_keys, "this save")
-
-    def _file_save_fix(self, event: Event, scalers: list[str]) -> Fix | NoFix:
+        if not checkpoint.single:
+            return add_scaler_to_checkpoint(self.facts, event.ctx, checkpoint, scalers, optimizer_keys, "this save")
         reason = scaler_unfit(self.facts, event.ctx, scalers, "this save")
         return NoFix(reason) if reason is not None else save_scaler_file(self.facts, event, scalers[0])
 
@@ -312,26 +309,7 @@ class ScalerStateNotCheckpointed(Rule):
             f"The optimizer state is restored here but the GradScaler's is not ({names} is in scope and "
             "`load_state_dict` is never called on it): the resumed run restarts at scale 65536 and skips steps"
         )
-        return self.violation(event.call, message, fix=flagged_scaler_fix(self.facts, self._load_fix(event, scalers), scalers[0], event.ctx, "restore"))
-
-    def _load_fix(self, event: Event, scalers: list[str]) -> Fix | NoFix:
-        reason = scaler_unfit(self.facts, event.ctx, scalers, "the optimizer is restored")
-        reason = reason or not_restorable_at(self.facts, scalers[0], event.ctx)
-        if reason is not None:
-            return NoFix(reason)
-        scaler = scalers[0]
-        stmt = event.ctx.stmt
-        if not isinstance(stmt, cst.SimpleStatementLine) or self.facts.tree.statement_block(stmt) is None:
-            return NoFix("the optimizer is restored in a statement the fix cannot follow")
-        lookup = self.facts.checkpoints.checkpoint_lookup(event)
-        if lookup is None:
-            return load_scaler_file(self.facts, event, scaler, stmt)
-        checkpoint, optimizer_key, key_node = lookup
-        key = self.facts.checkpoints.saved_scaler_key(scaler, optimizer_key) or scaler_key_like(optimizer_key)
-        literal = D.quoted(key, key_node)
-        new = cst.parse_statement(f"if {literal} in {checkpoint}:\n    {scaler}.load_state_dict({checkpoint}[{literal}])\n")
-        message = f'Restore `{scaler}` from {checkpoint}["{key}"] after the optimizer'
-        return Fix.safe(message, {stmt: E.insert_after(stmt, new)})
+        return self.violation(event.call, message, fix=flagged_scaler_fix(self.facts, restore_beside_optimizer(self.facts, event, scalers), scalers[0], event.ctx, "restore"))
 
     # -- a resume that reads a scaler key no save writes
     def _check_unwritten_key(self, event: Event) -> Violation | None:

@@ -6,7 +6,7 @@ from typing import Iterator
 import libcst as cst
 
 from amplint.amp.events import Event, EventKind
-from amplint.amp.framework_configs import DEEPSPEED_INITIALIZE, deepspeed_precision
+from amplint.amp.deepspeed_configs import DEEPSPEED_INITIALIZE, deepspeed_precision
 from amplint.amp.frameworks import AcceleratorBuild
 from amplint.fix import NoFix
 from amplint.model import FixSafety, Severity
@@ -31,9 +31,12 @@ class GradScalerOnFrameworkScaling(Rule):
       optimizer the manual scaler steps (`scaler.step(optimizer)`), whose prepared model runs
       under the autocast, in the same function (or in methods of one class), or whose
       `backward` is handed a scaled loss (`accelerator.backward(scaler.scale(loss))`);
-    - a DeepSpeed engine from `deepspeed.initialize(..., config=...)` whose config, a dict
-      literal in the file, enables `"fp16"` or `"bf16"`, beside a `scaler.scale(...)` in the same
-      function or class;
+    - a DeepSpeed engine from `deepspeed.initialize(..., config=...)` whose config enables
+      `"fp16"` or `"bf16"`, beside a `scaler.scale(...)` in the same function or class: a dict
+      literal in the file (or the one dict a name is assigned), or a JSON file of the project
+      named by a literal path (`config="configs/ds_fp16.json"`, `json.load(open("ds.json"))`,
+      `json.load(f)` inside `with open("ds.json") as f:`), looked for against the linted file's
+      folder and each folder up to the project root;
     - a `scaler.scale(...)` in the `training_step` of a `LightningModule` that keeps automatic
       optimization on (no `self.automatic_optimization = False`) and returns a loss, in a file
       that builds no `Fabric` (Fabric leaves the backward to the script);
@@ -43,8 +46,11 @@ class GradScalerOnFrameworkScaling(Rule):
 
     The rule is silent when the Accelerator's `mixed_precision` is `"no"`, is not a literal, or
     comes from the launcher; when it runs with `cpu=True` or a DeepSpeed or Megatron-LM plugin;
-    when a DeepSpeed config is not a literal in the file; and for a scaler built with
-    `enabled=False`.
+    when a DeepSpeed config comes from the command line (`args.deepspeed_config`), its JSON file
+    does not exist, does not parse, holds an `"auto"` value or its candidate files disagree, or the
+    code changes the config before DeepSpeed reads it (no file is read for a file linted without
+    its project: standard input, `lint_source`, flake8, the language server); and for a scaler
+    built with `enabled=False`.
 
     ## Why is this bad?
     Each framework does the mixed precision itself. Accelerate with `"fp16"` builds its own
@@ -116,6 +122,7 @@ class GradScalerOnFrameworkScaling(Rule):
       (`scaler.step` + `scaler.update` in the prepared optimizer's `step`)
     - [DeepSpeed: FP16 training options](https://www.deepspeed.ai/docs/config-json/#fp16-training-options)
     - deepspeed 0.19.8 `deepspeed/__init__.py:433-446` (`initialize(..., config=..., config_params=...)`),
+      534-535 (a config path read as JSON),
       `deepspeed/runtime/engine.py:2080-2088` (the cast), 3413-3420 (the scaled backward)
     - lightning 2.6.6 `src/lightning/pytorch/plugins/precision/amp.py:54` (the plugin's
       GradScaler), 114-122 (its autocast), `strategies/strategy.py:388` (`training_step` run
@@ -352,7 +359,7 @@ class GradScalerOnFrameworkScaling(Rule):
         engines = []
         for site in facts.call_index.calls_to(DEEPSPEED_INITIALIZE):
             precision = deepspeed_precision(self.facts, site.node, site.ctx)
-            if precision is not None:
+            if precision in ("fp16", "bf16"):  # not a "torch_autocast" config: the model stays float32
                 engines.append((site, precision))
         if not engines:
             return
