@@ -43,6 +43,7 @@ OTHER_RULES_IN_GOOD_FIXTURES = {
     "AMP004/good_setup.py": {"AMP001"},
     "AMP006/good_nested_save_helper.py": {"AMP001"},
     "AMP014/good_cuda_meant.py": {"AMP001"},
+    "AMP014/good_float16_cast_and_cuda_functions.py": {"AMP001"},
     "AMP015/good_device_types.py": {"AMP001"},
     "AMP016/good_safe_bce.py": {"AMP001"},
     "AMP018/good_cuda_float32_island.py": {"AMP001"},
