@@ -420,6 +420,11 @@ def test_amp026_and_amp027_need_a_plain_backward_and_amp027_an_fp16_section():
     # A config the facts read from elsewhere: a float16 torch_autocast section, a JSON file of the project.
     for config in ("{'torch_autocast': {'enabled': True, 'dtype': 'float16'}}", "'configs/ds_fp16.json'"):
         assert "AMP027" not in _gated_away(ds.replace("{'fp16': {'enabled': True}}", config) + "loss.backward()\n"), config
+        inside = "def main():\n    import deepspeed\n    engine = deepspeed.initialize(model=m, config=%s)\n    loss.backward()\n" % config
+        assert "AMP027" not in _gated_away(inside), config
+        # A trainer that writes "trainer_state.json" and imports no deepspeed is not asked.
+        assert "AMP027" in _gated_away(ds.replace("import deepspeed\n", "from .integrations.deepspeed import x\n")
+                                       .replace("{'fp16': {'enabled': True}}", config) + "loss.backward()\n"), config
 
 
 def test_amp028_needs_bf16_true():

@@ -144,8 +144,10 @@ def _amp027_may_report(evidence: TreeEvidence) -> bool:
     """AMP027 reports a plain ``x.backward()`` (or, under a float16 ``"torch_autocast"`` config, an
     ``optimizer.step()`` after ``engine.backward(loss)``) beside a ``deepspeed.initialize`` whose
     config is a literal dict (or the one dict a name is assigned) with ``"fp16": {"enabled": True}``
-    or a ``"torch_autocast"`` section, or a ``.json`` file of the project."""
-    return evidence.backward_method_call and (evidence.fp16_config_section or evidence.deepspeed_config_elsewhere)
+    or a ``"torch_autocast"`` section, or a ``.json`` file of the project; the last two only where
+    ``deepspeed`` is imported (or may be, through a star import)."""
+    return evidence.backward_method_call and (
+        evidence.fp16_config_section or (evidence.deepspeed_config_elsewhere and evidence.deepspeed_may_be_imported))
 
 
 def _amp028_may_report(evidence: TreeEvidence) -> bool:

@@ -92,6 +92,7 @@ class TreeEvidence:
         self._clip_heads: set[str] = set()  # the first name of each ``...clip_grad_norm_``-like name
         self._clip_hidden = False  # a torch clip function imported ``as`` another name
         self._imported: set[str] = set()  # names bound by an import
+        self._deepspeed_import = False  # an import of the ``deepspeed`` package (or from it)
         self._star_import = False
         self._bodies: list[tuple[tuple[int, int], tuple[int, int]]] = []  # where each function's body starts and ends
         self._backwards: list[tuple[int, int]] = []  # where each ``x.backward(...)`` starts
@@ -219,6 +220,10 @@ class TreeEvidence:
             self._steps.append((node.lineno, node.col_offset))
 
     def _note_import(self, node: ast.Import | ast.ImportFrom) -> None:
+        if type(node) is ast.Import:
+            self._deepspeed_import |= any(alias.name.split(".")[0] == "deepspeed" for alias in node.names)
+        else:
+            self._deepspeed_import |= node.level == 0 and (node.module or "").split(".")[0] == "deepspeed"
         for alias in node.names:
             if alias.name == "*":
                 self._star_import = True
@@ -315,6 +320,14 @@ class TreeEvidence:
                 type(node) is ast.keyword and node.arg == "precision" and legacy_precision_value(node.value)
                 for node in self._left_out(lambda chunk: "precision" in chunk))
         return self._legacy_precision
+
+    @property
+    def deepspeed_may_be_imported(self) -> bool:
+        """An import of the ``deepspeed`` package, at any depth, or a star import that may bind
+        it: what a call the facts read as ``deepspeed.initialize`` is reached through."""
+        if not self._deepspeed_import and not self._star_import:
+            self._read_left_out_imports()
+        return self._deepspeed_import or self._star_import
 
     def _read_late(self, word: str) -> None:
         """Read the statements the walk left out that spell ``word`` for the late questions."""
