@@ -326,3 +326,19 @@ def test_a_tree_outside_the_root_finds_its_packages_from_where_python_would(tmp_
     assert search_folders(tree / "apps" / "train.py", elsewhere) == [tree / "apps", tree]
     assert search_folders(tree / "scripts" / "train.py", elsewhere) == [tree / "scripts"]
     assert search_folders(tree / "apps" / "train.py", tree) == [tree / "apps", tree]
+
+
+def test_a_config_path_outside_the_root_is_read_from_the_project_it_belongs_to(tmp_path):
+    """A path a script opens relative to where it is launched: for a file outside the root, the
+    nearest folder above it that marks a project, else the file system's root."""
+    from amplint.project.resolve import launch_root
+
+    repo = tmp_path / "repo"
+    (repo / "train").mkdir(parents=True)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    script = repo / "train" / "run.py"
+    assert launch_root(script, repo) == repo
+    assert launch_root(script, elsewhere) == Path(script.anchor)
+    (repo / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    assert launch_root(script, elsewhere) == repo

@@ -48,11 +48,11 @@ def config_precision(importer: str, literal: str, root: str | Path) -> str | Non
     """``"fp16"``, ``"bf16"`` or :data:`TORCH_AUTOCAST_FP16` when every candidate file for the
     path ``literal``, named in the file ``importer``, enables it; ``None`` when they enable none
     of them or the answer is unknown."""
-    from amplint.project.resolve import normalized, search_folders
+    from amplint.project.resolve import launch_root, normalized, search_folders
 
     if not literal or literal.startswith("~") or "\x00" in literal or Path(literal).is_absolute():
         return None
-    root_path = Path(normalized(root))
+    root_path = launch_root(Path(normalized(importer)), Path(normalized(root)))
     found = set()
     for folder in search_folders(Path(normalized(importer)), root_path):
         candidate = Path(normalized(folder / literal))

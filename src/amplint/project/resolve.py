@@ -45,6 +45,26 @@ def search_folders(importer: Path, root: Path) -> list[Path]:
     return folders
 
 
+_PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+
+
+def launch_root(importer: Path, root: Path) -> Path:
+    """The folder a script is launched from, as far as a path it opens relative to the working
+    directory can come from: ``root`` for a file inside it; for a file outside it (a tree named
+    by an absolute path from elsewhere), the nearest folder above it that marks a project
+    (``pyproject.toml``, ``setup.py``, ``setup.cfg``, ``.git``), else the file system's root, so
+    that the answer does not depend on where amplint runs."""
+    try:
+        importer.relative_to(root)
+        return root
+    except ValueError:
+        pass
+    for folder in importer.parents:
+        if any((folder / marker).exists() for marker in _PROJECT_MARKERS):
+            return folder
+    return Path(importer.anchor or "/")
+
+
 def candidates(importer: Path, imported: ImportedName, root: Path) -> list[tuple[Path, str | None]]:
     """``(module file, attribute)`` pairs that may define ``imported``, most likely first.
 
