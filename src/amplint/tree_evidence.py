@@ -46,9 +46,7 @@ class TreeEvidence:
         """``text``: the source of ``tree``; with it only the statements (top-level ones and
         members of classes) whose lines hold a word of :data:`amplint.walk_words.WALK_WORDS` are walked."""
         self.autocast_always_off = True  # no name containing ``autocast`` is used but as the callee of a disabled call
-        # A DeepSpeed config the facts may read other than as a literal ``"fp16"`` section: a
-        # ``"torch_autocast"`` one, or a JSON file of the project named by a ``.json`` path.
-        self.deepspeed_config_elsewhere = False
+        self.deepspeed_config_elsewhere = False  # a ``"torch_autocast"`` key or a ``.json`` path: a DeepSpeed config
         self.autocast_named = False  # some name, attribute or import says ``autocast`` (any case)
         self.autocast_arguments_plain = True  # no autocast call passes an f-string or a call
         # The autocast classes (``torch.autocast``, ``torch.cuda.amp.autocast``...), reached only
