@@ -192,7 +192,8 @@ class BackwardBypassesDeepSpeed(Rule):
         for x in loader:
             engine.backward(engine(x).mean())
             optimizer.step()
-        """),        # Under "fp16" the returned optimizer is DeepSpeed's fp16 wrapper, which unscales itself.
+        """),
+        # Under "fp16" the returned optimizer is DeepSpeed's fp16 wrapper, which unscales itself.
         dedent("""\
         import deepspeed
         config = {"train_batch_size": 8, "fp16": {"enabled": True}}
