@@ -1,7 +1,7 @@
 """Apply amplint's safe fixes to a copy of real code and check what they wrote.
 
 For each code base of the review sets (rounds 1 and 2 unpacked under `<cache>/src/`, round 3's
-GitHub snapshots under `/work/review3/src/`, or the directories given), a copy of the tree gets
+GitHub snapshots under `<cache>/snapshots/` or `$AMPLINT_SNAPSHOTS`, or the directories given), a copy of the tree gets
 `amplint check --select ALL --fix` on every `.py` file with a finding, as a user would run it, and
 each file the fixes changed must:
 
@@ -36,7 +36,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import corpus  # sibling script, not a package
 
-REVIEW3 = Path("/work/review3/src")
+# Round 3's GitHub snapshots, extracted as ``OWNER+NAME`` (bench/README.md); another folder with
+# ``AMPLINT_SNAPSHOTS``.
+REVIEW3 = Path(os.environ.get("AMPLINT_SNAPSHOTS") or corpus.cache_dir() / "snapshots")
 LARGE = 2_000_000  # bytes: data files, checkpoints, notebooks with outputs; no Python source is this big
 
 
