@@ -9,7 +9,7 @@ from functools import cached_property
 import libcst as cst
 
 import amplint.amp.catalogue as API
-from amplint.amp.version_gates import catches_api_errors, is_version_gate
+from amplint.amp.version_gates import catches_api_errors, catches_failed_import, is_version_gate
 from amplint.semantic.records import Context, ImportRecord, Reference
 import amplint.semantic.syntax as S
 
@@ -198,13 +198,8 @@ class CompatFacts:
             return False
         if any(ref.parts[0] == bound for ref in self.facts.references):
             return False
-        for branch in record.ctx.branches:
-            if isinstance(branch.node, cst.Try) and branch.part == "body":
-                for handler in branch.node.handlers:
-                    caught = self.facts.code(handler.type) if handler.type is not None else "ImportError"
-                    if "ImportError" in caught or "ModuleNotFoundError" in caught or caught in ("Exception", "BaseException"):
-                        return True
-        return False
+        return any(catches_failed_import(self.facts, handler) for branch in record.ctx.branches
+                   if isinstance(branch.node, cst.Try) and branch.part == "body" for handler in branch.node.handlers)
 
     def hasattr_probe(self, test: cst.BaseExpression, scope) -> tuple[cst.Call, str, bool] | None:
         """``test`` is ``hasattr(X, "name")`` or ``not hasattr(X, "name")``: the call, the

@@ -167,22 +167,21 @@ class ScalerFacts:
         (one name is often built differently in several functions or classes of one file);
         otherwise (a parameter, a scaler built elsewhere) all of the file's constructions of ``key``.
         """
+        sites = self._constructions_in_force(key, scope)
+        return bool(sites) and all(built_disabled(c) for c in sites)
+
+    def _constructions_in_force(self, key: str | None, scope: Scope) -> list:
         info = self.scalers.get(key) if key is not None else None
         if info is None:
-            return False
-        sites = info.constructions_of(self.facts.identity.variable(key, scope)) or info.constructions
-        return bool(sites) and all(built_disabled(c) for c in sites)
+            return []
+        return info.constructions_of(self.facts.identity.variable(key, scope)) or info.constructions
 
     def may_be_built_disabled(self, key: str | None, scope: Scope) -> bool:
         """A construction of the scaler ``key`` as used in ``scope`` passes an ``enabled=`` that is
         not a literal ``True`` (``GradScaler(enabled=args.amp)``): a run may hold a disabled one,
         whose ``state_dict()`` is ``{}``. Which constructions count is as in
         :meth:`scaler_provably_disabled`."""
-        info = self.scalers.get(key) if key is not None else None
-        if info is None:
-            return False
-        sites = info.constructions_of(self.facts.identity.variable(key, scope)) or info.constructions
-        values = [S.keyword_arg_value(site.node, "enabled") for site in sites]
+        values = [S.keyword_arg_value(site.node, "enabled") for site in self._constructions_in_force(key, scope)]
         return any(value is not None and S.bool_value(value) is not True for value in values)
 
     def backward_scaler(self, event) -> str | None:

@@ -47,6 +47,12 @@ def catches_api_errors(facts: "FileFacts", handler: cst.ExceptHandler) -> bool:
     return handler.type is None or bool(_caught(facts, handler) & _API_ERRORS)
 
 
+def catches_failed_import(facts: "FileFacts", handler: cst.ExceptHandler) -> bool:
+    """``except ImportError`` (or ``ModuleNotFoundError``, a catch-all, a bare ``except``): a
+    handler that runs when the import tried in its ``try`` fails."""
+    return handler.type is None or bool(_caught(facts, handler) & {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
+
+
 def is_version_gate(facts: "FileFacts", test: cst.BaseExpression, scope: Scope, depth: int = 0) -> bool:
     """``test`` (anywhere in it) asks which torch this is: ``hasattr``/``getattr`` on ``torch`` or
     one of its modules, ``torch.__version__``, a name that says it is a version or a version
