@@ -127,7 +127,9 @@ def test_the_fixes_change_many_fixtures(runs, original, mode):
 
 @pytest.mark.parametrize("mode", MODES)
 def test_every_fixed_file_parses_and_compiles(runs, original, mode):
-    for name in _changed(runs[mode], original):
+    changed = _changed(runs[mode], original)
+    assert changed, "the fixes changed no fixture: nothing was checked"
+    for name in changed:
         text = runs[mode].fixed[name]
         cst.parse_module(text)
         compile(text, name, "exec")
