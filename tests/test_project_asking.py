@@ -342,3 +342,27 @@ def test_a_config_path_outside_the_root_is_read_from_the_project_it_belongs_to(t
     assert launch_root(script, elsewhere) == Path(script.anchor)
     (repo / "pyproject.toml").write_text("[project]\nname = 'x'\n")
     assert launch_root(script, elsewhere) == repo
+
+
+_STAR_AS_WRITTEN = re.compile(rb"\bimport[ \t]*\*")
+
+
+@pytest.mark.parametrize("data", [
+    b"from pkg.mod import *\n", b"import *", b"from a import  \t*", b"reimport *", b"_import *", b"9import *",
+    b"x.import *", b"\xc3\xa9import *", b"from a import (\n    *)", b"import\n*", b"# import *\n", b"",
+    b"from a import b\nfrom c import *", b"importimport *",
+])
+def test_a_star_import_is_found_as_the_word_boundary_pattern_finds_it(data):
+    from amplint.project.asking import imports_star
+
+    assert imports_star(data) == (_STAR_AS_WRITTEN.search(data) is not None)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([b"import", b" ", b"\t", b"*", b"x", b"_", b"9", b".", b"\n", b"\xc3\xa9", b"(", b"re"]),
+                max_size=12))
+def test_a_star_import_is_found_as_the_pattern_finds_it_in_any_text(parts):
+    from amplint.project.asking import imports_star
+
+    data = b"".join(parts)
+    assert imports_star(data) == (_STAR_AS_WRITTEN.search(data) is not None)

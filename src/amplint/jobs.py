@@ -7,6 +7,7 @@ the project pass (:mod:`amplint.project.phase`) only adds a job's context.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -217,7 +218,16 @@ def run_jobs(jobs: Sequence[Job], workers: int | None = None) -> list[FileResult
     from amplint.pool import run_in_pool
 
     # A file that asks about the modules it imports is given their summaries where it is linted.
-    return run_in_pool(lint_with_project, jobs, workers, lost=_worker_died)
+    return run_in_pool(lint_with_project, jobs, workers, lost=_worker_died, cost=_file_size)
+
+
+def _file_size(job: Job) -> int:
+    """What a job is expected to cost: reading and searching a file take time in proportion to its
+    size, and the large files are those a parse takes longest on."""
+    try:
+        return os.stat(job.path).st_size
+    except (OSError, ValueError):
+        return 0
 
 
 def _worker_died(job: Job, reason: str) -> FileResult:

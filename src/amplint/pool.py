@@ -33,11 +33,12 @@ def _import_parsing(jobs: Sequence) -> None:
 
 
 def run_in_pool(process_file: Callable, jobs: Sequence, workers: int | None = None, parses: bool = True,
-                lost: Callable[[object, str], object] | None = None) -> list:
+                lost: Callable[[object, str], object] | None = None, cost: Callable[[object], int] | None = None) -> list:
     """``process_file`` over ``jobs``, in parallel when it pays off; results in input order.
 
     ``parses``: the jobs are engine ``Job``s that parse with libcst (the project pass's summaries
-    use only ``ast`` and need nothing imported before the fork).
+    use only ``ast`` and need nothing imported before the fork). ``cost``: a job's expected cost
+    (a file's size), by which the jobs are handed out, dearest first (:func:`_chunked`).
 
     A worker that dies (a native crash in a parser, the kernel's OOM killer) costs only the job
     it was running: the others are run again in a fresh pool, each job that was in progress when
@@ -55,6 +56,9 @@ def run_in_pool(process_file: Callable, jobs: Sequence, workers: int | None = No
     progress = context.Array("b", len(jobs), lock=False)  # per job: 0 waiting, 1 started, 2 done
     results: list = [_MISSING] * len(jobs)
     waiting = list(range(len(jobs)))
+    if cost is not None:
+        costs = [cost(job) for job in jobs]
+        waiting.sort(key=lambda index: -costs[index])
     while waiting:
         suspects = _run_round(process_file, jobs, waiting, results, progress, workers, context)
         for index in suspects:
@@ -132,8 +136,7 @@ def _run_round(process_file, jobs, waiting: list[int], results: list, progress, 
 
     for index in waiting:
         progress[index] = 0
-    size = max(1, min(32, len(waiting) // (workers * 8) or 1))
-    chunks = [waiting[at:at + size] for at in range(0, len(waiting), size)]
+    chunks = _chunked(waiting, workers)
     with _torn_down_on_error(_new_pool(workers, context, progress)) as pool:
         futures = {pool.submit(_run_chunk, process_file, chunk, [jobs[i] for i in chunk]): chunk for chunk in chunks}
         try:
@@ -146,6 +149,23 @@ def _run_round(process_file, jobs, waiting: list[int], results: list, progress, 
             # Nothing had started (a worker died on its way up): every job left is run alone.
             return started or left
     return []
+
+
+def _chunked(waiting: list[int], workers: int) -> list[list[int]]:
+    """``waiting`` cut into the chunks handed to workers, in order.
+
+    A chunk is at most 32 jobs (fewer round trips) and at most an eighth of a worker's share of
+    what is left, so the chunks shrink towards the end of the run: the last ones, a job or two,
+    let every worker finish at about the same time. With the jobs ordered dearest first (the
+    largest files) the dear ones are spread over the workers from the start instead of meeting
+    in one chunk at the end."""
+    chunks = []
+    at = 0
+    while at < len(waiting):
+        size = max(1, min(32, (len(waiting) - at) // (workers * 8)))
+        chunks.append(waiting[at:at + size])
+        at += size
+    return chunks
 
 
 def _run_alone(process_file, job, progress, index: int, context, lost):

@@ -50,8 +50,12 @@ class OverflowFacts:
         out: list[OverflowSkip] = []
         for node, ctx in self.facts.records.if_statements:
             loop = self.facts.training.iteration_loop(ctx)
+            # The test's code is generated last: most ``if``s of a file are outside a training
+            # loop or skip nothing.
+            if loop is None or not _skips_rest_of_iteration(node.body):
+                continue
             test = self.facts.code(node.test)
-            if loop is None or not (_NON_FINITE.search(test) and _GRADIENT_WORDS.search(test)) or not _skips_rest_of_iteration(node.body):
+            if not (_NON_FINITE.search(test) and _GRADIENT_WORDS.search(test)):
                 continue
             flow = self.facts.control_flow
             events = [e for e in self.facts.timeline.events_by_scope.get(ctx.scope, []) if loop in e.ctx.loops]

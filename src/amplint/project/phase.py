@@ -62,12 +62,9 @@ def with_project_context(job, data: bytes | None = None):
 def _asks_about_configs(job, data: bytes) -> bool:
     """The file names a DeepSpeed config file by a literal path and the prefilter keeps it."""
     from amplint.project.asking import asks_about_configs
-
-    if not asks_about_configs(data):
-        return False
     from amplint.selection import may_have_findings
 
-    return may_have_findings(data, job.settings, job.display or job.path)
+    return may_have_findings(data, job.settings, job.display or job.path) and asks_about_configs(data)
 
 
 # The modules this process summarised (by path and cache), with a hash of the text each summary
