@@ -4,9 +4,11 @@ Usage: python bench/lsp_latency.py [--file FILE ...] [--changes 30] [--write-doc
 
 Starts ``amplint server`` over stdio, opens a training file (default: ultralytics'
 engine/trainer.py from the bench corpus, then a 55-line training script), then sends ``--changes`` incremental didChange
-edits (alternately inserting and deleting a comment line inside the training loop, as typing
-does) and times each from sending the change to receiving the publishDiagnostics of that
-document version. The first 3 changes warm the server up and are not counted.
+edits (a comment line typed into the training loop, then rewritten with each change, so that
+every version is a new text, as typing gives) and times each from sending the change to
+receiving the publishDiagnostics of that document version. The first 3 changes warm the server
+up and are not counted. The same edits are then linted in this process, as the server parses
+(reusing the statements an edit did not touch) and with each text parsed whole.
 """
 
 from __future__ import annotations
@@ -35,10 +37,12 @@ WARMUP = 3
 SECTION_INTRO = """How long an editor waits for diagnostics after an edit, measured by `bench/lsp_latency.py`:
 `amplint server` over stdio, timed from sending a didChange to receiving the publishDiagnostics
 of that document version. This is the warm path: the server has imported everything once, so
-each edit costs a prefilter, a parse and the rules, not the interpreter start-up of a one-file
-`amplint check`. The last column lints the same text in the benchmark's own process: the
-protocol adds little, the time is the parse and the facts pass of the file, so this latency moves
-with the engine's single-file speed and the file's length. On a shared machine the figures move
+each edit costs a prefilter, a parse of the statements the edit touched and the rules, not the
+interpreter start-up of a one-file `amplint check`. The last two columns lint the same edits in
+the benchmark's own process: as the server parses (the statements an edit did not touch are
+reused), and with each text parsed whole, as a one-file `amplint check` parses it. The protocol
+adds little: the time is the parse and the facts pass of the file, so this latency moves with
+the engine's single-file speed and the file's length. On a shared machine the figures move
 with its load, recorded with them. The table between the markers is generated; do not edit it by
 hand."""
 
@@ -58,20 +62,32 @@ def _edit_line(lines: list[str]) -> int:
     return len(lines) // 2
 
 
-def in_process_seconds(path: Path, repeat: int) -> list[float]:
-    """The same lint in this process, without the protocol: what the server itself adds is the difference."""
+def in_process_seconds(path: Path, repeat: int, reuse: bool) -> list[float]:
+    """The lints of the same edits in this process, without the protocol (what the server adds is
+    the difference): with ``reuse``, as the server parses (reusing unchanged statements); without,
+    each text parsed whole, as a one-file ``amplint check`` does."""
+    import amplint.engine as engine
     from amplint.api import lint_document
     from amplint.file_settings import directory_of, settings_for_directory
 
     text = path.read_text(encoding="utf-8")
+    row = _edit_line(text.splitlines())
     settings = settings_for_directory(directory_of(str(path)))
-    lint_document(text, str(path), settings, edits=False)
-    runs = []
-    for _ in range(repeat):
-        start = time.perf_counter()
+    before = engine._statement_reuse
+    if reuse:
+        engine.reuse_statements()
+    try:
         lint_document(text, str(path), settings, edits=False)
-        runs.append(time.perf_counter() - start)
-    return runs
+        runs = []
+        current = text
+        for version in range(2, repeat + WARMUP + 2):
+            current = _edited(current, row, version)
+            start = time.perf_counter()
+            lint_document(current, str(path), settings, edits=False)
+            runs.append(time.perf_counter() - start)
+        return runs[WARMUP:]
+    finally:
+        engine._statement_reuse = before
 
 
 def measure(path: Path, changes: int) -> dict:
@@ -85,15 +101,12 @@ def measure(path: Path, changes: int) -> dict:
         client.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": 1, "text": text}})
         opened = client.wait_for("textDocument/publishDiagnostics", lambda p: p.get("version") == 1)
         open_seconds = time.perf_counter() - start
-        comment = "        # tuning the clip value\n"
-        inserted = False
         timings = []
         for version in range(2, changes + WARMUP + 2):
-            if inserted:  # delete the line typed before
-                change = {"range": {"start": {"line": row, "character": 0}, "end": {"line": row + 1, "character": 0}}, "text": ""}
-            else:
-                change = {"range": {"start": {"line": row, "character": 0}, "end": {"line": row, "character": 0}}, "text": comment}
-            inserted = not inserted
+            # A comment line typed into the loop, then rewritten: every version is a text the
+            # server has not seen (an edit undone would find its statements parsed already).
+            change = {"range": {"start": {"line": row, "character": 0}, "end": {"line": row + (version > 2), "character": 0}},
+                      "text": _typed_comment(version)}
             start = time.perf_counter()
             client.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": version}, "contentChanges": [change]})
             published = client.wait_for("textDocument/publishDiagnostics", lambda p, v=version: p.get("version") == v)
@@ -107,6 +120,19 @@ def measure(path: Path, changes: int) -> dict:
         }
     finally:
         client.close()
+
+
+def _typed_comment(version: int) -> str:
+    return f"        # tuning the clip value, try {version}\n"
+
+
+def _edited(text: str, row: int, version: int) -> str:
+    """The document after the change of ``version`` (see :func:`measure`)."""
+    lines = text.splitlines(keepends=True)
+    if version > 2:
+        del lines[row]
+    lines.insert(row, _typed_comment(version))
+    return "".join(lines)
 
 
 def _shown(path: Path) -> str:
@@ -128,18 +154,20 @@ def render(results: list[tuple[Path, dict]], changes: int) -> str:
         rows.append(
             f"| `{_shown(path)}` ({result['lines']} lines, {result['diagnostics']} diagnostics) "
             f"| {statistics.median(ms):.1f} | {p90:.1f} | {ms[0]:.1f} – {ms[-1]:.1f} "
-            f"| {result['open'] * 1000:.0f} | {statistics.median(result['in_process']) * 1000:.1f} |"
+            f"| {result['open'] * 1000:.0f} | {statistics.median(result['in_process']) * 1000:.1f} "
+            f"| {statistics.median(result['whole']) * 1000:.1f} |"
         )
     load_before = min(result["load_before"] for _, result in results)
     return "\n".join([
         START,
         f"| document | after a change, median of {changes} (ms) | 90th percentile (ms) | min – max (ms) "
-        "| first diagnostics after didOpen (ms, cold) | same lint in-process, no protocol (ms) |",
-        "|---|---:|---:|---:|---:|---:|",
+        "| first diagnostics after didOpen (ms, cold) | same lints in-process, no protocol (ms) "
+        "| same lints, each text parsed whole (ms) |",
+        "|---|---:|---:|---:|---:|---:|---:|",
         *rows,
         "",
-        f"- Measured {datetime.date.today().isoformat()}; incremental didChange, alternately inserting and deleting "
-        f"one comment line in the training loop; {WARMUP} warm-up changes not counted",
+        f"- Measured {datetime.date.today().isoformat()}; incremental didChange: one comment line typed into the "
+        f"training loop, then rewritten with each change (every version a new text); {WARMUP} warm-up changes not counted",
         f"- Machine: {os.cpu_count()} cores, {platform.system()} {platform.release()}; Python {platform.python_version()}; "
         f"pygls {version('pygls')}; 1-min load average {load_before:.2f} before, {os.getloadavg()[0]:.2f} after the runs",
         "",
@@ -172,7 +200,8 @@ def main(argv: list[str] | None = None) -> int:
         load_before = os.getloadavg()[0]
         result = measure(path, args.changes)
         result["load_before"] = load_before
-        result["in_process"] = in_process_seconds(path, args.changes)
+        result["in_process"] = in_process_seconds(path, args.changes, reuse=True)
+        result["whole"] = in_process_seconds(path, args.changes, reuse=False)
         results.append((path, result))
     block = render(results, args.changes)
     print(block)

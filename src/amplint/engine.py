@@ -29,6 +29,21 @@ if TYPE_CHECKING:
     from amplint.project.deferred import DeferredContext
 
 
+# A :class:`~amplint.statement_reuse.StatementReuse` while a long-lived process (the language
+# server) lints the same documents again and again: each parse reuses the statements of earlier
+# parses whose text is unchanged. ``None``: every text is parsed whole.
+_statement_reuse = None
+
+
+def reuse_statements() -> None:
+    """From now on, parse each text reusing what earlier parses made of its unchanged statements
+    (the trees are the same; an edit costs the parse of the statements it touched)."""
+    global _statement_reuse
+    from amplint.statement_reuse import StatementReuse
+
+    _statement_reuse = StatementReuse()
+
+
 # --------------------------------------------------------------------------- one pass of linting
 
 
@@ -157,7 +172,7 @@ def _lint_once(
     result.parsed_text = parsed_text
     try:
         with building_tree():
-            module = cst.parse_module(parsed_text)
+            module = cst.parse_module(parsed_text) if _statement_reuse is None else _statement_reuse.parse(parsed_text)
     except cst.ParserSyntaxError as exc:
         # Python accepted the text (its verdict came first): this is a limit of amplint's
         # parser, not an error in the code, so the file is "not linted", never AMP000.

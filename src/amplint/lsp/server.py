@@ -243,4 +243,8 @@ def _shutdown(ls: AmplintServer, params) -> None:
 def serve() -> None:
     import sys
 
+    from amplint.engine import reuse_statements
+
+    reuse_statements()  # an edit parses again only the statements it touched
+
     server.start_io(GuardedStdin(sys.stdin.buffer, server.protocol.message_skipped))
