@@ -166,7 +166,7 @@ def _lookup(root: Path, cache_dir: Path):
 def test_a_cache_entry_depends_on_a_helper_module_only_when_the_lint_summarised_it(tmp_path, train, utils, summarises):
     root, cache_dir, first = _cached(tmp_path, train, utils)
     recorded = json.loads(_entry_path(cache_dir).read_text())["project"]
-    assert (["all", ""] in recorded["questions"]) is summarises
+    assert any(kind in ("one", "all") for kind, _ in recorded["questions"]) is summarises
     # An edit to the helper module that changes none of the cheap answers: an entry that
     # summarised the project misses, one that did not hits.
     (root / "utils.py").write_text(utils + "\n\ndef unrelated():\n    return 1\n", encoding="utf-8")
@@ -235,3 +235,33 @@ def test_the_rule_gates_ask_the_project_whether_an_import_builds_a_scaler(tmp_pa
     job, result = _lint(root)
     assert result.findings == [] and parsed == []  # AMP006's gate: no scaler here, none built by the import
     assert ("build", "AmpHelper") in job.project.questions  # recorded, so a cached result follows the helper
+
+
+def test_a_call_of_one_import_summarises_only_the_module_it_names(tmp_path):
+    from amplint.project.context import ProjectIndex
+    from amplint.project.phase import summarize_path
+    from amplint.project.records import ImportedName, ModuleSummary
+
+    (tmp_path / "amp_utils.py").write_text(
+        "import torch\n\n\ndef torch_autocast(enabled=True):\n    return torch.autocast('cuda', enabled=enabled)\n")
+    (tmp_path / "checkpoints.py").write_text(SAVER, encoding="utf-8")
+    (tmp_path / "train.py").write_text("from amp_utils import torch_autocast\nfrom checkpoints import save_checkpoint\n")
+    summarised: list[str] = []
+
+    def load(path: str):
+        summarised.append(Path(path).name)
+        return summarize_path(path)
+
+    imports = ModuleSummary(imports=(ImportedName("torch_autocast", "amp_utils", 0, "torch_autocast"),
+                                     ImportedName("save_checkpoint", "checkpoints", 0, "save_checkpoint")))
+    context = DeferredContext(str(tmp_path / "train.py"), imports, ProjectIndex(tmp_path, load=load))
+    one = context.get_for("torch_autocast")
+    assert summarised == ["amp_utils.py"]
+    assert [target.local for target in one.targets] == ["torch_autocast"]
+    assert one.module(one.target("torch_autocast").module).function("torch_autocast") is not None
+    whole = context.get()
+    assert sorted(summarised) == ["amp_utils.py", "checkpoints.py"]  # each module summarised once
+    assert whole.target("torch_autocast") == one.target("torch_autocast")
+    # The cache entry records the question with the digest of what that one import reaches.
+    assert ("one", "torch_autocast") in context.questions
+    assert context.answer("one", "torch_autocast") == one.digest()

@@ -167,12 +167,13 @@ def _lint_once(
     import libcst as cst
 
     from amplint.amp import FileFacts
+    from amplint.cst_parse import parse_module
     from amplint.positions import Positions
 
     result.parsed_text = parsed_text
     try:
         with building_tree():
-            module = cst.parse_module(parsed_text) if _statement_reuse is None else _statement_reuse.parse(parsed_text)
+            module = parse_module(parsed_text) if _statement_reuse is None else _statement_reuse.parse(parsed_text)
     except cst.ParserSyntaxError as exc:
         # Python accepted the text (its verdict came first): this is a limit of amplint's
         # parser, not an error in the code, so the file is "not linted", never AMP000.

@@ -23,6 +23,7 @@ def import_parsing_modules() -> None:
         import libcst  # noqa: F401
 
         import amplint.amp  # noqa: F401
+        import amplint.cst_parse  # noqa: F401
         import amplint.fix.apply  # noqa: F401
         import amplint.focus  # noqa: F401
         import amplint.positions  # noqa: F401

@@ -35,6 +35,7 @@ import re
 
 import libcst as cst
 
+from amplint.cst_parse import parse_module
 from amplint.focus import physical_lines
 
 _CONTINUES = re.compile(r"(?:else|elif|except|finally)\b")
@@ -64,7 +65,7 @@ class StatementReuse:
             return self._assembled(text)
         except (_NoPieces, cst.ParserSyntaxError):
             self.parsed_whole = True
-            return cst.parse_module(text)
+            return parse_module(text)
 
     # -- the module
 
@@ -118,7 +119,7 @@ class StatementReuse:
             if module is not None:
                 return module, joined + 1
             try:
-                module = cst.parse_module(prefix + piece)
+                module = parse_module(prefix + piece)
             except cst.ParserSyntaxError:
                 if last:
                     raise
@@ -162,7 +163,7 @@ class StatementReuse:
         key = ("module", block, shell_text, False)
         shell = self._reused(key, used)
         if shell is None:
-            shell = cst.parse_module(block + shell_text)
+            shell = parse_module(block + shell_text)
             self.pieces_parsed += 1
             classdef = shell.body[-1] if len(shell.body) == 2 else None
             if not isinstance(classdef, cst.ClassDef) or not isinstance(classdef.body, cst.IndentedBlock) \
@@ -193,7 +194,7 @@ class StatementReuse:
             if module is not None:
                 return module, joined + 1
             try:
-                module = cst.parse_module(prefix + piece)
+                module = parse_module(prefix + piece)
             except cst.ParserSyntaxError:
                 if final:
                     raise

@@ -10,7 +10,9 @@ than the rest of the project pass.
 
 - ``reach``: which project files an asked import may name (a few ``stat`` calls);
 - ``build``: whether any of them spells ``GradScaler`` (a read, no parse);
-- ``all``: the whole :class:`~amplint.project.context.ProjectContext` (summaries);
+- ``one``: what one asked import reaches (the summary of the module it names), for a call of it;
+- ``all``: the whole :class:`~amplint.project.context.ProjectContext` (the summaries of every
+  module an asked import names), for the checkpoints the file's imports may write;
 - ``star``: what a ``from pkg.mod import *`` binds (:mod:`amplint.project.stars`), for the names a
   file uses and never binds;
 - ``config``: the precision a DeepSpeed config file enables, for a path the file names as a literal
@@ -33,7 +35,9 @@ from amplint.project.stars import star_exports
 from amplint.project.records import ModuleSummary
 from amplint.project.resolve import normalized
 
-REACH, BUILD, ALL, STAR, CONFIG = "reach", "build", "all", "star", "config"
+REACH, BUILD, ONE, ALL, STAR, CONFIG = "reach", "build", "one", "all", "star", "config"
+# Questions whose answer is a context: their digest is taken only when a cache entry is written.
+_CONTEXTS = (ONE, ALL)
 
 
 class DeferredContext:
@@ -46,6 +50,7 @@ class DeferredContext:
         self.questions: dict[tuple[str, str], object] = {}  # asked so far, in order, with their answers
         self._context: ProjectContext | None = None
         self._loaded = False
+        self._single: dict[str, ProjectContext | None] = {}
 
     @property
     def read(self) -> bool:
@@ -93,23 +98,30 @@ class DeferredContext:
         self._ask(ALL, "")
         return self._whole()
 
+    def get_for(self, local: str) -> ProjectContext | None:
+        """What the asked import ``local`` reaches: only the module it names is summarised (a
+        call of a trainer's ``autocast`` helper does not summarise every module the trainer
+        hands its state to)."""
+        self._ask(ONE, local)
+        return self._one(local)
+
     def _ask(self, kind: str, local: str):
-        """:meth:`answer`, remembered as asked by the lint (the whole context's digest is taken
-        only when a cache entry is written)."""
+        """:meth:`answer`, remembered as asked by the lint (a context's digest is taken only
+        when a cache entry is written)."""
         if (kind, local) not in self.questions:
-            self.questions[(kind, local)] = None if kind == ALL else self._read(kind, local)
+            self.questions[(kind, local)] = None if kind in _CONTEXTS else self._read(kind, local)
         return self.questions[(kind, local)]
 
     def answer(self, kind: str, local: str):
         """The answer to one question, as JSON-ready data (the one the lint was given, if it
         asked); ``None`` for a question this file cannot be asked."""
-        if kind != ALL and (kind, local) in self.questions:
+        if kind not in _CONTEXTS and (kind, local) in self.questions:
             return self.questions[(kind, local)]
         return self._read(kind, local)
 
     def _read(self, kind: str, local: str):
-        if kind == ALL:
-            context = self._whole()
+        if kind in _CONTEXTS:
+            context = self._whole() if kind == ALL else self._one(local)
             return context.digest() if context is not None else ""
         if kind == CONFIG:
             from amplint.project.configs import config_precision
@@ -130,6 +142,13 @@ class DeferredContext:
     def _files_named(self, local: str) -> list[Path]:
         importer = Path(normalized(self.path))
         return [file for file, _ in self.index.candidate_files(importer, self.imports[local]) if file.is_file()]
+
+    def _one(self, local: str) -> ProjectContext | None:
+        if local not in self._single:
+            imported = self.imports.get(local)
+            self._single[local] = None if imported is None else \
+                self.index.context_for(self.path, ModuleSummary(imports=(imported,)))
+        return self._single[local]
 
     def _whole(self) -> ProjectContext | None:
         if not self._loaded:

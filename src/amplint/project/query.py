@@ -54,14 +54,14 @@ class ProjectView:
         return context.get() if isinstance(context, DeferredContext) else context
 
     def _context_reaching(self, local: str, building_scaler: bool = False) -> ProjectContext | None:
-        """:attr:`context`, unless the import ``local`` cannot reach the project (or, with
-        ``building_scaler``, cannot name a class that builds a GradScaler): then ``None``, and a
-        deferred context stays unread."""
+        """What the import ``local`` reaches (a deferred context summarises only the module it
+        names), unless it cannot reach the project (or, with ``building_scaler``, cannot name a
+        class that builds a GradScaler): then ``None``, and a deferred context stays unread."""
         context = self._context
         if isinstance(context, DeferredContext):
             if not context.reaches(local) or (building_scaler and not context.may_build_scaler(local)):
                 return None
-            return context.get()
+            return context.get_for(local)
         return context
 
     @cached_property

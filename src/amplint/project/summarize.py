@@ -20,6 +20,7 @@ def summarize_text(text: str, path: str = "<module>") -> ModuleSummary:
 
     from amplint.amp.facts import FileFacts
     from amplint.amp.summaries import module_summary
+    from amplint.cst_parse import parse_module
     from amplint.focus import EVENT_TOKENS, focus_source
     from amplint.positions import Positions
 
@@ -27,7 +28,7 @@ def summarize_text(text: str, path: str = "<module>") -> ModuleSummary:
     focused = focus_source(text, EVENT_TOKENS, tree) or text
     del tree
     try:
-        module = cst.parse_module(focused)
+        module = parse_module(focused)
         facts = FileFacts(module, Positions(module), path)
     except (cst.ParserSyntaxError, RecursionError):
         # Python reads it, amplint's parser cannot: its definitions are still known.
