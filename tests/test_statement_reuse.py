@@ -285,3 +285,15 @@ def test_real_files_and_edits_to_them_give_the_whole_texts_module():
                 continue
             _same_as_whole(reuse, edited_text)
             lines = edited
+
+
+def test_pieces_no_parse_used_lately_are_forgotten():
+    one_version = StatementReuse()
+    one_version.parse(TRAINER)
+    reuse = StatementReuse(keep_parses=4)
+    for version in range(40):
+        _same_as_whole(reuse, TRAINER.replace("scale = 2.0", f"scale = {version}.0"))
+        assert version == 0 or reuse.pieces_parsed == 1
+    # The document's pieces and the versions of the edited one that the last four parses used,
+    # not the forty versions typed.
+    assert reuse.kept <= one_version.kept + 3

@@ -50,22 +50,40 @@ class _NoPieces(Exception):
 
 class StatementReuse:
     """Parses texts one after another, reusing what earlier parses made of pieces whose text and
-    setting (indentation, newline, place) are unchanged. One parse at a time."""
+    setting (indentation, newline, place) are unchanged. One parse at a time.
 
-    def __init__(self, capacity: int = 8192) -> None:
-        self.capacity = capacity
+    What a piece parsed to is kept while one of the last ``keep_parses`` parses used it: the
+    pieces of the documents being edited stay, the versions of a method typed over are dropped."""
+
+    def __init__(self, keep_parses: int = 16) -> None:
+        self.keep_parses = keep_parses
         self._parsed: dict[tuple, cst.Module] = {}
+        self._used_in: dict[tuple, int] = {}  # the number of the last parse that used each piece
+        self._parses = 0
         self.pieces_parsed = 0  # the pieces the last parse parsed; the others were reused
         self.parsed_whole = False  # the last text did not come apart and was parsed whole
 
     def parse(self, text: str) -> cst.Module:
         """The module ``cst.parse_module(text)`` returns; raises what it raises."""
         self.pieces_parsed, self.parsed_whole = 0, False
+        self._parses += 1
         try:
             return self._assembled(text)
         except (_NoPieces, cst.ParserSyntaxError):
             self.parsed_whole = True
             return parse_module(text)
+        finally:
+            self._forget_unused()
+
+    def _forget_unused(self) -> None:
+        oldest = self._parses - self.keep_parses
+        for key in [key for key, used in self._used_in.items() if used <= oldest]:
+            del self._parsed[key], self._used_in[key]
+
+    @property
+    def kept(self) -> int:
+        """How many parsed pieces are kept for the next parses."""
+        return len(self._parsed)
 
     # -- the module
 
@@ -219,15 +237,15 @@ class StatementReuse:
         if found is None or id(found) in used:
             return None
         used.add(id(found))
+        self._used_in[key] = self._parses
         return found
 
     def _keep(self, key: tuple, parsed: cst.Module, used: set[int]) -> None:
         used.add(id(parsed))
         if key in self._parsed:
             return  # the first of two equal pieces stays the one reused
-        if len(self._parsed) >= self.capacity:
-            self._parsed.clear()
         self._parsed[key] = parsed
+        self._used_in[key] = self._parses
 
 
 def _line_ending(line: str) -> str:
