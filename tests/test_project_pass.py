@@ -292,3 +292,31 @@ def test_a_cached_result_is_not_reused_once_the_star_imported_module_changes(tmp
     trainer = project / "base" / "trainer.py"
     trainer.write_text(trainer.read_text().replace("import torch\n", "try:\n    import torch\nexcept ImportError:\n    torch = None\n", 1))
     assert findings() == 0
+
+
+def test_a_scaler_key_a_save_of_the_file_writes_is_settled_without_reading_the_imports(tmp_path, monkeypatch):
+    from amplint.project.query import ProjectView
+
+    for path in PROJECT.glob("*.py"):
+        shutil.copy(path, tmp_path / path.name)
+    finetune = tmp_path / "finetune.py"
+    finetune.write_text(finetune.read_text() + (
+        '    torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(), '
+        '"scaler": scaler.state_dict()}, path)\n'))
+    read: list[str] = []
+    imported_saves = ProjectView.imported_saves
+
+    def recording(self):
+        read.append(self.facts.path)
+        yield from imported_saves(self)
+
+    monkeypatch.setattr(ProjectView, "imported_saves", recording)
+    settings = Settings(select=("AMP006",), root=str(tmp_path))
+    (result,) = [r for r in run_jobs(_jobs(tmp_path, settings), 1) if r.filename == "finetune.py"]
+    assert 13 not in [f.location.row for f in result.findings]  # the file's own save writes "scaler"
+    assert not [path for path in read if path.endswith("finetune.py")]
+    # Without that save the imports are read, and the key no imported save writes is reported.
+    (tmp_path / "finetune.py").write_text((PROJECT / "finetune.py").read_text())
+    (result,) = [r for r in run_jobs(_jobs(tmp_path, settings), 1) if r.filename == "finetune.py"]
+    assert 13 in [f.location.row for f in result.findings]
+    assert [path for path in read if path.endswith("finetune.py")]

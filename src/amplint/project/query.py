@@ -134,11 +134,21 @@ class ProjectView:
     def visible_saves(self):
         """``(module, function, SavedCheckpoint)`` for every ``torch.save`` of this file and of
         the modules it imports."""
-        sources = [("", self.own)]
+        yield from self.own_saves()
+        yield from self.imported_saves()
+
+    def own_saves(self):
+        """:meth:`visible_saves` of this file (``module`` is ``""``)."""
+        yield from _saves("", self.own)
+
+    def imported_saves(self):
+        """:meth:`visible_saves` of the modules this file imports (summarising them)."""
         context = self.context
-        if context is not None:
-            sources.extend(context.modules)
-        for module, summary in sources:
-            for function in summary.functions:
-                for save in function.saves:
-                    yield module, function, save
+        for module, summary in context.modules if context is not None else ():
+            yield from _saves(module, summary)
+
+
+def _saves(module: str, summary: ModuleSummary):
+    for function in summary.functions:
+        for save in function.saves:
+            yield module, function, save
