@@ -16,7 +16,7 @@ from typing import Awaitable, Callable
 # Long enough that an editor's burst of changes (sent one by one, a few milliseconds apart) ends in
 # one lint; short enough to add little to a keystroke's wait. Typing faster than a lint takes
 # costs no queue either: a change during a lint asks for one more lint when it ends.
-LINT_DELAY_S = 0.03
+LINT_DELAY_S = 0.015
 
 logger = logging.getLogger(__name__)
 
