@@ -175,6 +175,18 @@ def test_an_edit_inside_a_method_parses_only_that_method():
     assert any(isinstance(m, cst.FunctionDef) and m.name.value == "step" for m in loop.body.body)
 
 
+def _same_as_whole_or_same_error(reuse: StatementReuse, text: str) -> bool:
+    """Whether ``text`` parses; the reuse parse of it gives the whole text's module or error."""
+    try:
+        cst.parse_module(text)
+    except cst.ParserSyntaxError:
+        with pytest.raises(cst.ParserSyntaxError):
+            reuse.parse(text)
+        return False
+    _same_as_whole(reuse, text)
+    return True
+
+
 def test_edits_that_move_the_cuts_still_give_the_whole_texts_module():
     rng = random.Random(3)
     reuse = StatementReuse()
@@ -192,15 +204,8 @@ def test_edits_that_move_the_cuts_still_give_the_whole_texts_module():
             edited.insert(at, lines[at])
         else:
             edited[at] = lines[at].lstrip()
-        text = "".join(edited)
-        try:
-            cst.parse_module(text)
-        except cst.ParserSyntaxError:
-            with pytest.raises(cst.ParserSyntaxError):
-                reuse.parse(text)
-            continue
-        _same_as_whole(reuse, text)
-        lines = edited
+        if _same_as_whole_or_same_error(reuse, "".join(edited)):
+            lines = edited
 
 
 def test_two_equal_statements_are_two_nodes():
@@ -276,15 +281,8 @@ def test_real_files_and_edits_to_them_give_the_whole_texts_module():
                 break
             at = rng.randrange(len(lines))
             edited = [*lines[:at], lines[at], *lines[at:]]
-            edited_text = "".join(edited)
-            try:
-                cst.parse_module(edited_text)
-            except cst.ParserSyntaxError:
-                with pytest.raises(cst.ParserSyntaxError):
-                    reuse.parse(edited_text)
-                continue
-            _same_as_whole(reuse, edited_text)
-            lines = edited
+            if _same_as_whole_or_same_error(reuse, "".join(edited)):
+                lines = edited
 
 
 def test_pieces_no_parse_used_lately_are_forgotten():

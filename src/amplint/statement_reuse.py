@@ -111,7 +111,7 @@ class StatementReuse:
                 at += 1
                 continue
             prefix = "" if first else (f"if 1:{newline}{indent}pass{newline}" if indent is not None else f"pass{newline}")
-            module, at = self._joined(lines, pieces, at, prefix, used)
+            module, at = self._joined(lines, pieces, at, prefix, "module", _fits_module(prefix), used)
             statements = module.body[1:] if prefix else module.body
             if first:
                 header = module.header
@@ -124,29 +124,28 @@ class StatementReuse:
                           default_indent=indent if indent is not None else "    ", default_newline=newline,
                           has_trailing_newline=trailing_newline)
 
-    def _joined(self, lines: list[str], pieces: list[tuple[int, int]], at: int, prefix: str,
-                used: set[int]) -> tuple[cst.Module, int]:
+    def _joined(self, lines: list[str], pieces: list[tuple[int, int]], at: int, prefix: str, kind,
+                fits, used: set[int]) -> tuple[cst.Module, int]:
         """``prefix`` and the pieces from ``at`` parsed, as few as parse (a piece ending inside a
-        string is joined with the next); the index of the piece after them."""
+        string is joined with the next), and ``fits(module, final)``; the index of the piece
+        after them. ``kind`` tells apart what ``prefix`` and the text do not."""
         start = pieces[at][0]
         for joined in range(at, min(len(pieces), at + _MAX_JOINED)):
-            last = joined == len(pieces) - 1
+            final = joined == len(pieces) - 1
             piece = "".join(lines[start:pieces[joined][1]])
-            key = ("module", prefix, piece, last)
+            key = (kind, prefix, piece, final)
             module = self._reused(key, used)
             if module is not None:
                 return module, joined + 1
             try:
                 module = parse_module(prefix + piece)
             except cst.ParserSyntaxError:
-                if last:
+                if final:
                     raise
                 continue
             self.pieces_parsed += 1
-            if len(module.body) < (2 if prefix else 1) or not last and (module.footer or not module.has_trailing_newline):
+            if not fits(module, final):
                 raise _NoPieces
-            if prefix.startswith("if") and module.body[0].body.footer:
-                raise _NoPieces  # indented lines of the piece taken into the prefix's block
             self._keep(key, module, used)
             return module, joined + 1
         raise _NoPieces
@@ -193,39 +192,12 @@ class StatementReuse:
         statements: list = []
         at = 0
         while at < len(members):
-            module, at = self._members_joined(lines, members, at, f"class _:{newline}", last, used)
+            module, at = self._joined(lines, members, at, f"class _:{newline}", ("member", last), _fits_member(last), used)
             wrapper = module.body[0]
             statements.extend(wrapper.body.body)
         block_footer, ending = wrapper.body.footer, (module.footer, module.has_trailing_newline)
         classdef = classdef.with_changes(body=classdef.body.with_changes(body=tuple(statements), footer=block_footer))
         return classdef, member_indent, ending
-
-    def _members_joined(self, lines: list[str], members: list[tuple[int, int]], at: int, prefix: str, last: bool,
-                        used: set[int]) -> tuple[cst.Module, int]:
-        start = members[at][0]
-        for joined in range(at, min(len(members), at + _MAX_JOINED)):
-            final = joined == len(members) - 1
-            ends_document = final and last
-            piece = "".join(lines[start:members[joined][1]])
-            key = ("member", prefix, piece, final, ends_document)
-            module = self._reused(key, used)
-            if module is not None:
-                return module, joined + 1
-            try:
-                module = parse_module(prefix + piece)
-            except cst.ParserSyntaxError:
-                if final:
-                    raise
-                continue
-            self.pieces_parsed += 1
-            wrapper = module.body[0] if len(module.body) == 1 else None
-            if not isinstance(wrapper, cst.ClassDef) or not isinstance(wrapper.body, cst.IndentedBlock) \
-                    or wrapper.body.indent is not None or not final and wrapper.body.footer \
-                    or not ends_document and (module.footer or not module.has_trailing_newline):
-                raise _NoPieces
-            self._keep(key, module, used)
-            return module, joined + 1
-        raise _NoPieces
 
     # -- what was parsed before
 
@@ -246,6 +218,31 @@ class StatementReuse:
             return  # the first of two equal pieces stays the one reused
         self._parsed[key] = parsed
         self._used_in[key] = self._parses
+
+
+def _fits_module(prefix: str):
+    """Whether a piece parsed after ``prefix`` is statements of the document: one or more after
+    the prefix's, nothing left over unless it ends the document, nothing taken into the prefix's
+    block."""
+    def fits(module: cst.Module, final: bool) -> bool:
+        if len(module.body) < (2 if prefix else 1) or not final and (module.footer or not module.has_trailing_newline):
+            return False
+        return not (prefix.startswith("if") and module.body[0].body.footer)
+    return fits
+
+
+def _fits_member(last: bool):
+    """Whether members parsed inside ``class _:`` are members of the class: the block indented by
+    the document's indentation, a footer only after the class's last member, nothing left over
+    unless the class ends the document (``last``)."""
+    def fits(module: cst.Module, final: bool) -> bool:
+        wrapper = module.body[0] if len(module.body) == 1 else None
+        if not isinstance(wrapper, cst.ClassDef) or not isinstance(wrapper.body, cst.IndentedBlock):
+            return False
+        if wrapper.body.indent is not None or not final and wrapper.body.footer:
+            return False
+        return final and last or not module.footer and module.has_trailing_newline
+    return fits
 
 
 def _line_ending(line: str) -> str:
