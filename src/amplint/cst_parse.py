@@ -6,7 +6,10 @@ from text that Python's parser accepted the checks cannot fail, and they were an
 parse of a large trainer. libcst says as much where it makes them ("It might make more sense to
 move validation work into the visitor, which would allow us to avoid validating the tree when
 parsing a file"). :func:`parse_module` skips them, on this thread and only while it parses:
-the nodes a fix builds are validated as before.
+the nodes a fix builds are validated as before. The switch is a wrapper around libcst's
+``__post_init__``, installed when this module is imported and left in place: in a process that
+also builds libcst nodes for itself (a flake8 run with other plugins), each of them is validated
+as before, at the cost of one more function call.
 """
 
 from __future__ import annotations
