@@ -18,6 +18,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import random
+import re
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -239,3 +240,19 @@ def test_what_the_bytes_showed_stands_for_the_decoded_text(text):
         may_have_findings(data, settings, "a.py")
         same_tokens(data, text)
         assert codes_to_run(text, settings, codes) == fresh
+
+
+_AMP001_AS_WRITTEN = r"\bamp\b|autocast_(?:gpu|cpu)_"
+
+
+@pytest.mark.parametrize("text", [
+    "amp", "x.amp", "from torch.cuda import amp", "camp", "amps", "_amp", "amp_", "a.amp.b", "\u00e9amp", "amp\u00e9",
+    "torch._C._autocast_gpu_dtype", "autocast_cpu", "autocast_gpu_", "example", "", "aamp", "a amp",
+])
+def test_amp001_required_pattern_matches_what_its_plain_spelling_matches(text):
+    from amplint.rules.catalog import rule_catalog
+
+    pattern = rule_catalog()["AMP001"].requires_match
+    assert (re.search(pattern, text) is not None) == (re.search(_AMP001_AS_WRITTEN, text) is not None)
+    data = text.encode("utf-8")
+    assert (re.search(pattern.encode(), data) is not None) == (re.search(_AMP001_AS_WRITTEN.encode(), data) is not None)
