@@ -26,18 +26,16 @@ def unwritten_scaler_key(facts, event: Event):
     if not optimizer_keys:
         return None
     saves = list(facts.project.own_saves())
-    if _settled_without_imports(saves, key):
-        return None  # the imported modules' saves cannot change that: they are not summarised
+    if _settled(saves, key):
+        return None  # whatever the imported modules save: they are not summarised
     saves += facts.project.imported_saves()
     writers = [(module, function, save) for module, function, save in saves if optimizer_keys & set(save.keys)]
-    if not writers or not all(save.complete for _, _, save in saves) or any(key in save.keys for _, _, save in saves):
+    if not writers or _settled(saves, key):
         return None
-    if any(function.saved_whole for _, function, _ in saves):
-        return None  # some save writes a dict built elsewhere: its keys are not all seen
     return key, writers[0]
 
 
-def _settled_without_imports(saves: list, key: str) -> bool:
-    """The answer is ``None`` whatever the imported modules save: one of ``saves`` writes ``key``,
-    cannot be read whole, or writes a dict built elsewhere (the conditions below)."""
+def _settled(saves: list, key: str) -> bool:
+    """No key is reported unwritten, whatever other saves write: one of ``saves`` writes ``key``,
+    cannot be read whole, or writes a dict built elsewhere (its keys are not all seen)."""
     return any(key in save.keys or not save.complete or function.saved_whole for _, function, save in saves)
