@@ -359,6 +359,18 @@ def test_target_torch(cli, files):
     assert bad.stderr == "amplint: error: --target-torch: invalid torch version 'two' (expected e.g. 2.4)\n"
 
 
+def test_syntax_errors_in_files_whose_amp_text_can_hold_no_finding(cli, files):
+    # Its only AMP text is a disabled autocast: the gates rule every rule out from the logical
+    # lines that spell it, and the file is not parsed whole, so its syntax error is not seen.
+    files({"pkg/rotary.py": "import torch\n\n\ndef f(x):\n    with torch.autocast('cuda', enabled=False):\n"
+                            "        return x.float()\n\n\ndef g(:\n"})
+    assert cli("pkg", "--no-cache").exit_code == 0
+    named = cli("pkg/rotary.py", "--no-cache", "--output-format", "concise")
+    assert named.exit_code == 1
+    assert "pkg/rotary.py:9:7: AMP000" in named.stdout
+    assert cli("pkg", "--no-cache", "--no-prefilter").exit_code == 1
+
+
 def test_syntax_errors_in_files_without_amp_text(cli, files):
     files({"pkg/a.py": "def f(:\n"})  # no AMP text: the prefilter skips it
     # Found by discovery: not parsed, so not reported (the price of skipping parses).

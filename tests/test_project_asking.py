@@ -82,9 +82,9 @@ def summarised(monkeypatch) -> list[str]:
     paths: list[str] = []
     summarize = phase.summarize_path
 
-    def recording(path, cache_dir=None):
+    def recording(path, cache_dir=None, only=None):
         paths.append(path)
-        return summarize(path, cache_dir)
+        return summarize(path, cache_dir, only)
 
     monkeypatch.setattr(phase, "summarize_path", recording)
     return paths

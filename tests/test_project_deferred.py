@@ -130,7 +130,8 @@ def test_a_helper_called_where_no_scaler_is_in_scope_summarises_nothing(tmp_path
     import amplint.project.phase as phase
 
     real = phase.summarize_path
-    monkeypatch.setattr(phase, "summarize_path", lambda path, cache_dir=None: summarised.append(path) or real(path, cache_dir))
+    monkeypatch.setattr(phase, "summarize_path",
+                        lambda path, cache_dir=None, only=None: summarised.append(path) or real(path, cache_dir, only))
     job, result = _lint(root)
     assert result.findings == []
     assert isinstance(job.project, DeferredContext)

@@ -9,7 +9,7 @@ from textwrap import dedent
 import pytest
 
 from amplint.engine import lint_text
-from amplint.rule_gates import GATES, TreeEvidence, codes_that_may_report, indexed_device_text
+from amplint.rule_gates import GATES, TreeEvidence, codes_that_may_report, codes_that_may_report_from_text, indexed_device_text
 from amplint.rules.catalog import all_rules
 from amplint.settings import Settings
 
@@ -29,6 +29,11 @@ def _gated_away(text: str) -> set[str]:
     whole = set(GATES) - codes_that_may_report(frozenset(GATES), tree)
     # With the source, the walk skips the statements that hold no word a flag needs: same verdicts.
     assert set(GATES) - codes_that_may_report(frozenset(GATES), tree, text=text) == whole
+    # Asked of the logical lines cut from the text, unparsed: the same verdicts, where it answers
+    # (every gate but AMP022's, which reads where statements are).
+    cut = frozenset(GATES) - {"AMP022"}
+    from_text = codes_that_may_report_from_text(cut, text)
+    assert from_text is None or cut - from_text == whole - {"AMP022"}
     return whole
 
 
@@ -63,6 +68,7 @@ DISABLED_ONLY = dedent("""\
 
 def test_a_file_whose_only_autocasts_are_disabled_is_not_parsed():
     assert _gated_away(DISABLED_ONLY) == set(GATES)
+    assert codes_that_may_report_from_text(frozenset(AUTOCAST_RULES), DISABLED_ONLY) == frozenset()
     settings = Settings(select=sorted(GATES))
     result = lint_text(DISABLED_ONLY, "t.py", settings)
     assert result.findings == [] and result.errors == []

@@ -167,19 +167,21 @@ class Cache:
         ).encode()
         self._store(key, data)
 
-    # -- module summaries (the project pass), by content alone
-    def summary_key(self, text: str) -> str:
+    # -- module summaries (the project pass), by content alone (and the definitions asked for)
+    def summary_key(self, text: str, only: frozenset[str] | None = None) -> str:
         digest = hashlib.sha256(b"module-summary\0")
-        for part in (text, cache_version()):
+        parts = (text, cache_version()) if only is None else (text, cache_version(), "\0".join(sorted(only)))
+        for part in parts:
             digest.update(part.encode("utf-8", "surrogatepass"))
             digest.update(b"\0")
         return digest.hexdigest()
 
-    def get_summary(self, text: str):
-        """The stored :class:`~amplint.project.records.ModuleSummary` of ``text``, or ``None``."""
+    def get_summary(self, text: str, only: frozenset[str] | None = None):
+        """The stored :class:`~amplint.project.records.ModuleSummary` of ``text`` (narrowed to the
+        definitions ``only``, when given), or ``None``."""
         from amplint.cache_entries import summary_from_entry
 
-        key = self.summary_key(text)
+        key = self.summary_key(text, only)
         path = self._entry(key, "summary")
         try:
             with open(path, "rb") as handle:
@@ -194,8 +196,8 @@ class Cache:
                 pass
         return summary
 
-    def put_summary(self, text: str, summary) -> None:
-        key = self.summary_key(text)
+    def put_summary(self, text: str, summary, only: frozenset[str] | None = None) -> None:
+        key = self.summary_key(text, only)
         data = json.dumps({"key": key, "summary": summary.to_dict()}, separators=(",", ":")).encode()
         self._store(key, data, "summary")
 

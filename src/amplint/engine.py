@@ -243,6 +243,24 @@ def _settings(settings: Settings | None) -> Settings:
     return settings if settings is not None else Settings()
 
 
+def ruled_out_unparsed(text: str, filename: str, settings: Settings,
+                       project: ProjectContext | DeferredContext | None = None) -> bool:
+    """No enabled rule can report on ``text``: the rule gates say so of the logical lines that can
+    set their flags, cut from the text without parsing it (:func:`~amplint.rule_gates.codes_that_may_report_from_text`).
+    Python's syntax verdict is then not asked either, so only a file found in a directory is
+    asked this (as only such a file is skipped by the prefilter without a syntax check)."""
+    if not settings.prefilter:
+        return False
+    codes = codes_to_run(text, settings, settings.enabled_codes(filename))
+    if not codes:
+        return False
+    from amplint.rule_gates import codes_that_may_report_from_text
+
+    may_report = codes_that_may_report_from_text(codes, text, with_project=project is not None,
+                                                 project_builds_scaler=getattr(project, "may_build_any_scaler", None))
+    return may_report is not None and not may_report
+
+
 def lint_text(
     text: str, filename: str, settings: Settings, fix: bool = False, unsafe: bool = False, edits: bool = True,
     project: ProjectContext | DeferredContext | None = None,

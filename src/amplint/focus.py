@@ -32,6 +32,42 @@ EVENT_TOKENS = (
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n|$)")
 
 
+def span_of(statement: ast.stmt) -> range:
+    """The lines of a statement, its decorators included."""
+    start = statement.lineno
+    decorators = getattr(statement, "decorator_list", None)
+    if decorators:
+        start = min(start, min(d.lineno for d in decorators))
+    return range(start, (statement.end_lineno or statement.lineno) + 1)
+
+
+def _relevance(lines: list[str], tokens: tuple[str, ...]):
+    """Whether the lines of a span (``range`` of line numbers) hold an import or a token: a
+    definition that holds neither is blanked."""
+    from amplint.selection import any_case
+
+    # Words the facts read in any case (``GRAD_SCALER.step``) keep a definition in any case.
+    exact = tuple(t for t in dict.fromkeys(tokens + EVENT_TOKENS) if not any_case(t))
+    words = tuple({t.lower() for t in tokens + EVENT_TOKENS if any_case(t)})
+
+    def relevant(span: range) -> bool:
+        chunk = "".join(lines[span.start - 1: span.stop - 1])
+        if "import " in chunk or any(token in chunk for token in exact):
+            return True
+        lowered = chunk.lower()
+        return any(word in lowered for word in words)
+
+    return relevant
+
+
+def blanked_whole(text: str, tokens: tuple[str, ...], tree: ast.Module, names: set[str]) -> bool:
+    """Every top-level definition named in ``names`` is one :func:`focus_source` blanks whole
+    (it holds neither an import nor a token): what the facts read of it is its signature alone."""
+    relevant = _relevance(physical_lines(text), tokens)
+    return not any(relevant(span_of(statement)) for statement in tree.body
+                   if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and statement.name in names)
+
+
 def physical_lines(text: str) -> list[str]:
     """Lines as Python numbers them, with their endings: only ``\n``, ``\r\n`` and ``\r`` end a
     line (``str.splitlines`` also splits at form feeds, ``\x1c`` and U+2028, which shifts every
@@ -40,10 +76,13 @@ def physical_lines(text: str) -> list[str]:
     return lines[:-1] if lines and lines[-1] == "" else lines
 
 
-def focus_source(text: str, tokens: tuple[str, ...], tree: ast.Module | None = None) -> str | None:
+def focus_source(text: str, tokens: tuple[str, ...], tree: ast.Module | None = None,
+                 definitions: set[str] | None = None) -> str | None:
     """The text with irrelevant top-level statements blanked, or ``None`` to parse it whole.
 
-    ``tree`` is the text's ``ast``, when the caller has it already.
+    ``tree`` is the text's ``ast``, when the caller has it already. ``definitions``: the names of
+    the top-level definitions to keep (:func:`definitions_reached`); every other one is blanked,
+    whatever it holds.
     """
     if tree is None:
         try:
@@ -53,28 +92,10 @@ def focus_source(text: str, tokens: tuple[str, ...], tree: ast.Module | None = N
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return None  # libcst will report the syntax error with its own position
     lines = physical_lines(text)
-    from amplint.selection import any_case
-
-    # Words the facts read in any case (``GRAD_SCALER.step``) keep a definition in any case.
-    exact = tuple(t for t in dict.fromkeys(tokens + EVENT_TOKENS) if not any_case(t))
-    words = tuple({t.lower() for t in tokens + EVENT_TOKENS if any_case(t)})
+    relevant = _relevance(lines, tokens)
     keep: set[int] = set()
     drop: set[int] = set()
     passes: set[int] = set()  # first lines of blanked methods, which become ``pass``
-
-    def span_of(statement: ast.stmt) -> range:
-        start = statement.lineno
-        decorators = getattr(statement, "decorator_list", None)
-        if decorators:
-            start = min(start, min(d.lineno for d in decorators))
-        return range(start, (statement.end_lineno or statement.lineno) + 1)
-
-    def relevant(span: range) -> bool:
-        chunk = "".join(lines[span.start - 1: span.stop - 1])
-        if "import " in chunk or any(token in chunk for token in exact):
-            return True
-        lowered = chunk.lower()
-        return any(word in lowered for word in words)
 
     for statement in tree.body:
         span = span_of(statement)
@@ -82,7 +103,7 @@ def focus_source(text: str, tokens: tuple[str, ...], tree: ast.Module | None = N
             # Module-level statements are short and feed facts (``device = torch.device(...)``,
             # ``criterion = nn.BCELoss()``): always parse them; only whole definitions are blanked.
             keep.update(span)
-        elif not relevant(span):
+        elif (definitions is not None and statement.name not in definitions) or not relevant(span):
             drop.update(span)
         elif isinstance(statement, ast.ClassDef):
             # In a kept class, methods without any token are blanked to a ``pass``
@@ -111,3 +132,40 @@ def focus_source(text: str, tokens: tuple[str, ...], tree: ast.Module | None = N
         else:
             out.append(line)
     return "".join(out)
+
+
+def definitions_reached(tree: ast.Module, text: str, names: set[str]) -> set[str]:
+    """``names`` and every top-level definition of ``tree`` (parsed from ``text``) their
+    definitions may reach: the ones whose name any of them uses (a helper called, a base class, a
+    decorator), and the ones that assign a global any of them uses (``global CTX``), again for
+    those, to the end.
+
+    What a function does as the facts read it depends only on its own definition, on the
+    module-level statements and on these; the other definitions of the module can be blanked."""
+    by_name: dict[str, list[ast.stmt]] = {}
+    for statement in tree.body:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            by_name.setdefault(statement.name, []).append(statement)
+    assigning = _assigning_globals(by_name) if "global" in text else {}
+    reached: set[str] = set()
+    waiting = [name for name in names if name in by_name]
+    while waiting:
+        name = waiting.pop()
+        if name in reached:
+            continue
+        reached.add(name)
+        used = {node.id for statement in by_name[name] for node in ast.walk(statement) if type(node) is ast.Name}
+        waiting.extend(other for other in used if other in by_name and other not in reached)
+        waiting.extend(other for other, assigned in assigning.items() if other not in reached and used & assigned)
+    return reached | set(names)
+
+
+def _assigning_globals(by_name: dict[str, list[ast.stmt]]) -> dict[str, set[str]]:
+    """The globals each top-level definition declares (``global CTX``), by the definition's name."""
+    out: dict[str, set[str]] = {}
+    for name, statements in by_name.items():
+        for statement in statements:
+            for node in ast.walk(statement):
+                if type(node) is ast.Global:
+                    out.setdefault(name, set()).update(node.names)
+    return out

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from amplint.engine import _lint_once, lint_text, syntax_error_finding
+from amplint.engine import _lint_once, lint_text, ruled_out_unparsed, syntax_error_finding
 from amplint.model import FileError, FileResult, Finding
 from amplint.selection import may_have_findings, same_answer, same_tokens
 from amplint.settings import Settings
@@ -119,6 +119,8 @@ def process_file(job: Job, data: bytes | None = None) -> FileResult:
         cached = cache.get(source.text, filename, job.settings, job.project)
         if cached is not None:
             return cached
+    if not job.explicit and ruled_out_unparsed(source.text, filename, job.settings, job.project):
+        return skipped_result(data, filename, job.explicit)
     try:
         result = lint_text(source.text, filename, job.settings, fix=job.mode in ("fix", "diff"), unsafe=job.unsafe, edits=job.edits,
                            project=job.project)

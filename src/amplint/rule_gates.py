@@ -45,6 +45,9 @@ their training needs.
 from __future__ import annotations
 
 import ast
+import re
+from bisect import bisect_right
+from itertools import accumulate
 
 from amplint.tree_evidence import (  # noqa: F401 - the names the gates' tests read from here
     EXCLUSIVE_PRECISION_FLAGS,
@@ -206,3 +209,53 @@ def codes_that_may_report(codes: frozenset[str], tree: ast.Module, with_project:
         return with_project and code in _FILE_ALONE and project_builds_scaler()
 
     return frozenset(code for code in codes if may_report(code))
+
+
+# Gates that read where statements are (a backward and a step in one function body): the
+# logical lines cut out of a text do not keep it.
+_WHOLE_TREE = frozenset({"AMP022"})
+# The words the questions asked after the walk read from the statements it left out (see
+# :class:`~amplint.tree_evidence.TreeEvidence`'s properties).
+_LATE_WORDS = ("import", "precision", "Accelerator", "clip_grad", "step")
+_INDEXED_START = re.compile(r"""["']\w*:""")
+
+
+def codes_that_may_report_from_text(codes: frozenset[str], text: str, with_project: bool = False,
+                                    project_builds_scaler=None) -> frozenset[str] | None:
+    """:func:`codes_that_may_report`, asked of the logical lines of ``text`` that can set a flag
+    (:mod:`amplint.logical_lines`) instead of its whole ``ast``, for a fraction of the parse.
+
+    Every flag the gates read comes from one node and its children, inside one logical line, and
+    only a line that spells one of the words the walk and the later questions look for can set
+    one: those lines are all cut, so the answer is the whole tree's. (It can only be larger: an
+    import nested in a statement the walk leaves out is read here as if at the top.) ``None``
+    when it cannot be asked so (a rule without a gate, a gate that needs the whole tree, a text
+    the lexer is unsure of, lines that do not parse alone); then the file is parsed whole."""
+    if not codes or any(code not in GATES or code in _WHOLE_TREE for code in codes):
+        return None
+    from amplint.focus import physical_lines
+    from amplint.logical_lines import logical_lines_spelling
+    from amplint.project.quiet_parse import parse
+    from amplint.tree_literals import NUMERIC_ESCAPE
+    from amplint.walk_words import lines_spelling_a_word
+
+    lines = physical_lines(text)
+    starts = list(accumulate(map(len, lines), initial=0))
+    numbers = set(lines_spelling_a_word(text, lines))
+    found: list[int] = []
+    for word in _LATE_WORDS:
+        at = text.find(word)
+        while at >= 0:
+            found.append(at)
+            at = text.find(word, at + len(word))
+    # Where a string like ``"cuda:0"`` may be written: where :data:`INDEXED_SOURCE` may begin
+    # (a quote, perhaps a word, a colon: a superset, and linear where that pattern is not on
+    # a whole text), or an escape that may write a colon or a digit.
+    for pattern in (NUMERIC_ESCAPE, _INDEXED_START):
+        found.extend(match.start() for match in pattern.finditer(text))
+    numbers.update(bisect_right(starts, at) for at in found)
+    module = logical_lines_spelling(text, lines, starts, sorted(numbers))
+    tree = parse(module) if module is not None else None
+    if tree is None:
+        return None
+    return codes_that_may_report(codes, tree, with_project, text=module, project_builds_scaler=project_builds_scaler)

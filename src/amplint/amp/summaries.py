@@ -62,6 +62,13 @@ def module_summary(facts, outline: Outline) -> ModuleSummary:
     return ModuleSummary(tuple(functions), outline.imports, scaler_classes, outline.defined)
 
 
+def signature_summaries(outline: Outline, names: frozenset[str]) -> tuple[FunctionSummary, ...]:
+    """The summaries of the functions and methods of the top-level definitions ``names`` where the
+    focused parse blanked them whole: their signatures alone."""
+    return tuple(_Reader(None, signature, None).summary() for signature in outline.signatures
+                 if signature.name.split(".", 1)[0] in names)
+
+
 def nested_function_summary(facts, function) -> FunctionSummary:
     """The summary of a function defined inside another function (``def save_ckp(state, path)``
     nested in ``main()``), which no outline lists: its signature is read from its own ``def``."""

@@ -51,18 +51,31 @@ class ProjectContext:
 
 class ProjectIndex:
     """The summaries of the modules one file's imports name, read as they are resolved: ``load``
-    summarises a module file, or returns ``None``."""
+    summarises a module file, or returns ``None``; ``load_part`` summarises only some of its
+    top-level definitions (:meth:`~amplint.project.records.ModuleSummary.narrowed`), where the
+    whole summary would cost more (without it, the whole summary is narrowed)."""
 
-    def __init__(self, root: str | Path, load: Callable[[str], ModuleSummary | None] | None = None) -> None:
+    def __init__(self, root: str | Path, load: Callable[[str], ModuleSummary | None] | None = None,
+                 load_part: Callable[[str, frozenset[str]], ModuleSummary | None] | None = None) -> None:
         self.root = Path(normalized(root))
-        self.summaries: dict[str, ModuleSummary | None] = {}
+        self.summaries: dict[tuple[str, frozenset[str] | None], ModuleSummary | None] = {}
         self._load = load
+        self._load_part = load_part
 
-    def summary(self, path: Path) -> ModuleSummary | None:
+    def summary(self, path: Path, only: frozenset[str] | None = None) -> ModuleSummary | None:
         key = normalized(path)
-        if key not in self.summaries:
-            self.summaries[key] = self._load(key) if self._load is not None and Path(key).is_file() else None
-        return self.summaries[key]
+        if (key, only) not in self.summaries:
+            if only is not None and (self._load_part is None or (key, None) in self.summaries):
+                whole = self.summary(path)
+                summary = whole.narrowed(only) if whole is not None else None
+            elif not Path(key).is_file():
+                summary = None
+            elif only is not None:
+                summary = self._load_part(key, only)
+            else:
+                summary = self._load(key) if self._load is not None else None
+            self.summaries[(key, only)] = summary
+        return self.summaries[(key, only)]
 
     @staticmethod
     def display(path: Path, importer: Path) -> str:
@@ -79,8 +92,12 @@ class ProjectIndex:
             if key != str(importer):
                 yield Path(key), attribute
 
-    def context_for(self, path: str, own: ModuleSummary | None) -> ProjectContext | None:
-        """What ``path``'s imports reach in this index; ``None`` when they reach nothing."""
+    def context_for(self, path: str, own: ModuleSummary | None, narrow: frozenset[str] | None = None) -> ProjectContext | None:
+        """What ``path``'s imports reach in this index; ``None`` when they reach nothing.
+
+        ``narrow``: a name imported from a module (``from utils import save``) reaches only the
+        definitions of that module named in ``narrow`` (its summary narrowed to them; ``narrow``
+        holds the name); a module imported whole reaches its whole summary."""
         if own is None or not own.imports:
             return None
         importer = Path(normalized(path))
@@ -88,7 +105,7 @@ class ProjectIndex:
         modules: dict[str, ModuleSummary] = {}
         for imported in own.imports:
             for module_file, attribute in self.candidate_files(importer, imported):
-                summary = self.summary(module_file)
+                summary = self.summary(module_file, narrow if narrow is not None and attribute is not None else None)
                 if summary is None:
                     continue
                 if attribute is not None and attribute not in summary.defined:

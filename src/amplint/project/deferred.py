@@ -146,8 +146,12 @@ class DeferredContext:
     def _one(self, local: str) -> ProjectContext | None:
         if local not in self._single:
             imported = self.imports.get(local)
+            # The names the file's asked imports take from the same module are summarised
+            # together: one parse of a trainer's ``utils`` for its five helpers, not five.
+            names = frozenset(other.name for other in self.imports.values() if other.name is not None
+                              and (other.module, other.level) == (imported.module, imported.level)) if imported else None
             self._single[local] = None if imported is None else \
-                self.index.context_for(self.path, ModuleSummary(imports=(imported,)))
+                self.index.context_for(self.path, ModuleSummary(imports=(imported,)), narrow=names or None)
         return self._single[local]
 
     def _whole(self) -> ProjectContext | None:

@@ -55,7 +55,8 @@ def with_project_context(job, data: bytes | None = None):
     from amplint.project.records import ModuleSummary
 
     # Summarised as the imports are resolved: a module no asked import names is never read.
-    index = ProjectIndex(job.settings.root, load=lambda path: summarize_path(path, job.cache_dir))
+    index = ProjectIndex(job.settings.root, load=lambda path: summarize_path(path, job.cache_dir),
+                         load_part=lambda path, only: summarize_path(path, job.cache_dir, only))
     return replace(job, project=DeferredContext(job.path, imports or ModuleSummary(), index))
 
 
@@ -67,14 +68,16 @@ def _asks_about_configs(job, data: bytes) -> bool:
     return may_have_findings(data, job.settings, job.display or job.path) and asks_about_configs(data)
 
 
-# The modules this process summarised (by path and cache), with a hash of the text each summary
-# was read from: the files of one package ask about the same few helpers (``utils/auto_docstring.py``).
-_SUMMARIZED: dict[tuple[str, str | None], tuple[bytes, ModuleSummary | None]] = {}
+# The modules this process summarised (by path, cache and the definitions asked for, ``None`` for
+# all), with a hash of the text each summary was read from: the files of one package ask about the
+# same few helpers (``utils/auto_docstring.py``).
+_SUMMARIZED: dict[tuple[str, str | None, frozenset[str] | None], tuple[bytes, ModuleSummary | None]] = {}
 _SUMMARIZED_MAX = 256
 
 
-def summarize_path(path: str, cache_dir: str | None = None) -> ModuleSummary | None:
-    """The summary of one module file (``None``: unreadable or not Python)."""
+def summarize_path(path: str, cache_dir: str | None = None, only: frozenset[str] | None = None) -> ModuleSummary | None:
+    """The summary of one module file (``None``: unreadable or not Python); ``only``: of these
+    top-level definitions alone (:func:`~amplint.project.summarize.summarize_text`)."""
     import hashlib
 
     from amplint.project.records import ModuleSummary
@@ -87,24 +90,26 @@ def summarize_path(path: str, cache_dir: str | None = None) -> ModuleSummary | N
     except SourceError:
         return None
     content = hashlib.blake2b(data, digest_size=16).digest()
-    seen = _SUMMARIZED.get((path, cache_dir))
-    if seen is not None and seen[0] == content:
-        return seen[1]
+    for asked in ((path, cache_dir, only), (path, cache_dir, None)):
+        seen = _SUMMARIZED.get(asked)
+        if seen is not None and seen[0] == content:
+            whole = seen[1]
+            return whole.narrowed(only) if asked[2] is None and only is not None and whole is not None else whole
     summary: ModuleSummary | None
     if not any(token in data for token in SUMMARY_BYTES):
         summary = ModuleSummary(defined=_defined_names(data))
     else:
         try:
-            summary = summarize_cached(decode_source(data, path).text, cache_dir)
+            summary = summarize_cached(decode_source(data, path).text, cache_dir, only)
         except SourceError:
             summary = None
     if len(_SUMMARIZED) >= _SUMMARIZED_MAX:
         _SUMMARIZED.clear()
-    _SUMMARIZED[(path, cache_dir)] = (content, summary)
+    _SUMMARIZED[(path, cache_dir, only)] = (content, summary)
     return summary
 
 
-def summarize_cached(text: str, cache_dir: str | None) -> ModuleSummary:
+def summarize_cached(text: str, cache_dir: str | None, only: frozenset[str] | None = None) -> ModuleSummary:
     from amplint.project.summarize import summarize_text
 
     cache = None
@@ -112,12 +117,12 @@ def summarize_cached(text: str, cache_dir: str | None) -> ModuleSummary:
         from amplint.cache import Cache
 
         cache = Cache(Path(cache_dir))
-        cached = cache.get_summary(text)
+        cached = cache.get_summary(text, only)
         if cached is not None:
             return cached
-    summary = summarize_text(text)
+    summary = summarize_text(text, only=only)
     if cache is not None:
-        cache.put_summary(text, summary)
+        cache.put_summary(text, summary, only)
     return summary
 
 

@@ -111,6 +111,14 @@ class ModuleSummary:
     def function(self, name: str) -> FunctionSummary | None:
         return next((f for f in self.functions if f.name == name), None)
 
+    def narrowed(self, names: frozenset[str]) -> "ModuleSummary":
+        """Only what these top-level definitions hold: their functions (a class's methods, and
+        the class itself when it is built as a library checkpointer) and scaler classes."""
+        return ModuleSummary(
+            tuple(f for f in self.functions if f.name.split(".", 1)[0] in names), self.imports,
+            tuple(c for c in self.scaler_classes if c in names), self.defined,
+        )
+
     def to_dict(self) -> dict:
         return asdict(self)
 
