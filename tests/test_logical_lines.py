@@ -11,7 +11,7 @@ import pytest
 
 from amplint.engine import lint_text, ruled_out_unparsed
 from amplint.focus import physical_lines
-from amplint.logical_lines import logical_lines_spelling
+from amplint.logical_lines import logical_lines_spelling, masked_code
 from amplint.rule_gates import GATES, codes_that_may_report, codes_that_may_report_from_text
 from amplint.rules.catalog import all_rules
 from amplint.settings import Settings
@@ -21,11 +21,13 @@ CUT_CODES = frozenset(GATES) - {"AMP022"}
 
 
 def _cut(text: str, *numbers: int) -> str | None:
-    lines = physical_lines(text)
+    masked = masked_code(text)
+    if masked is None:
+        return None
     starts = [0]
-    for line in lines:
+    for line in physical_lines(text):
         starts.append(starts[-1] + len(line))
-    return logical_lines_spelling(text, lines, starts, sorted(numbers))
+    return logical_lines_spelling(text, masked, starts, sorted(numbers))
 
 
 SOURCE = dedent('''\

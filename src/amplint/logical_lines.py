@@ -44,16 +44,12 @@ _HEADERS = frozenset({"if", "while", "for", "with", "def", "class", "async"})
 _AS_IF = frozenset({"elif", "else", "try", "finally"})
 
 
-def logical_lines_spelling(text: str, lines: list[str], starts: list[int], numbers: list[int]) -> str | None:
+def logical_lines_spelling(text: str, masked: str, starts: list[int], numbers: list[int]) -> str | None:
     """The logical lines of ``text`` that hold one of the physical lines ``numbers`` (1-based,
-    ascending; ``lines``: the text's physical lines with their endings, ``starts``: the offset of
-    each and of the text's end), each dedented and completed so that it parses alone, joined into
-    one module text; ``None`` when the lexer is unsure."""
-    if "\f" in text or text.count("\r") != text.count("\r\n"):
-        return None
-    masked = _masked(text)
-    if masked is None:
-        return None
+    ascending), each dedented and completed so that it parses alone, joined into one module text;
+    ``None`` when the lexer is unsure. ``masked``: :func:`masked_code` of the text; ``starts``:
+    the offset of each physical line and of the text's end."""
+    lines = len(starts) - 1
     anchors = _anchors(masked)
     pieces: list[str] = []
     at = 1  # the next line not yet read
@@ -67,17 +63,16 @@ def logical_lines_spelling(text: str, lines: list[str], starts: list[int], numbe
             at, depth = anchor, 0
         begin = at
         while True:
-            if at > len(lines):
+            if at > lines:
                 return None  # the text ends inside a bracket or a string
-            code = masked[starts[at - 1]:starts[at]]
+            line = masked[starts[at - 1]:starts[at]]
             if depth == 0 and (at == begin or not continues):
                 begin = at
-            depth += (code.count("(") + code.count("[") + code.count("{")
-                      - code.count(")") - code.count("]") - code.count("}"))
+            depth += (line.count("(") + line.count("[") + line.count("{")
+                      - line.count(")") - line.count("]") - line.count("}"))
             if depth < 0:
                 return None
-            body = code.rstrip("\r\n")
-            continues = not code.endswith("\n") and at < len(lines) or body.endswith("\\")
+            continues = not line.endswith("\n") and at < lines or line.rstrip("\r\n").endswith("\\")
             at += 1
             if depth == 0 and not continues and at > number:
                 break
@@ -102,9 +97,12 @@ def _anchors(masked: str) -> list[int]:
     return sorted(found)
 
 
-def _masked(text: str) -> str | None:
+def masked_code(text: str) -> str | None:
     """``text`` with every string replaced, character for character, by ``x`` (line endings
-    inside a string too: the logical line goes on through them), and every comment by spaces."""
+    inside a string too: the logical line goes on through them), and every comment by spaces;
+    ``None`` when the lexer is unsure of it."""
+    if "\f" in text or text.count("\r") != text.count("\r\n"):
+        return None
     out = []
     last = 0
     for match in _LEXEME.finditer(text):
@@ -118,8 +116,8 @@ def _masked(text: str) -> str | None:
             continue
         # Read as an f-string whenever a prefix letter before the quote says ``f``, whatever
         # precedes it: the test only ever makes the answer ``None``.
-        prefix = _STRING_PREFIX.search(text[max(0, start - 2):start])
-        if prefix is not None and "f" in prefix.group().lower() and not _braces_balance(match.group()):
+        window = text[max(0, start - 2):start]
+        if ("f" in window or "F" in window) and _STRING_PREFIX.search(window) and not _braces_balance(match.group()):
             return None
         out.append(text[last:start])
         out.append("x" * (end - start))

@@ -47,7 +47,8 @@ from __future__ import annotations
 import ast
 import re
 from bisect import bisect_right
-from itertools import accumulate
+from itertools import accumulate, count
+from operator import add
 
 from amplint.tree_evidence import (  # noqa: F401 - the names the gates' tests read from here
     EXCLUSIVE_PRECISION_FLAGS,
@@ -215,8 +216,9 @@ def codes_that_may_report(codes: frozenset[str], tree: ast.Module, with_project:
 # logical lines cut out of a text do not keep it.
 _WHOLE_TREE = frozenset({"AMP022"})
 # The words the questions asked after the walk read from the statements it left out (see
-# :class:`~amplint.tree_evidence.TreeEvidence`'s properties).
-_LATE_WORDS = ("import", "precision", "Accelerator", "clip_grad", "step")
+# :class:`~amplint.tree_evidence.TreeEvidence`'s properties), but ``step``: only AMP022's gate,
+# which needs the whole tree, asks for the steps.
+_LATE_WORDS = ("import", "precision", "Accelerator", "clip_grad")
 _INDEXED_START = re.compile(r"""["']\w*:""")
 
 
@@ -233,28 +235,30 @@ def codes_that_may_report_from_text(codes: frozenset[str], text: str, with_proje
     the lexer is unsure of, lines that do not parse alone); then the file is parsed whole."""
     if not codes or any(code not in GATES or code in _WHOLE_TREE for code in codes):
         return None
-    from amplint.focus import physical_lines
-    from amplint.logical_lines import logical_lines_spelling
+    from amplint.logical_lines import logical_lines_spelling, masked_code
     from amplint.project.quiet_parse import parse
     from amplint.tree_literals import NUMERIC_ESCAPE
-    from amplint.walk_words import lines_spelling_a_word
+    from amplint.walk_words import offsets_spelling_a_word
 
-    lines = physical_lines(text)
-    starts = list(accumulate(map(len, lines), initial=0))
-    numbers = set(lines_spelling_a_word(text, lines))
-    found: list[int] = []
+    masked = masked_code(text)
+    if masked is None:
+        return None
+    # Physical lines end at ``\n`` only: the lexer refused a lone ``\r``.
+    starts = [0, *map(add, accumulate(map(len, text.split("\n"))), count(1))]
+    starts[-1] = len(text)
+    found = offsets_spelling_a_word(text, masked)
     for word in _LATE_WORDS:
         at = text.find(word)
         while at >= 0:
-            found.append(at)
+            found.add(at)
             at = text.find(word, at + len(word))
     # Where a string like ``"cuda:0"`` may be written: where :data:`INDEXED_SOURCE` may begin
     # (a quote, perhaps a word, a colon: a superset, and linear where that pattern is not on
     # a whole text), or an escape that may write a colon or a digit.
     for pattern in (NUMERIC_ESCAPE, _INDEXED_START):
-        found.extend(match.start() for match in pattern.finditer(text))
-    numbers.update(bisect_right(starts, at) for at in found)
-    module = logical_lines_spelling(text, lines, starts, sorted(numbers))
+        found.update(match.start() for match in pattern.finditer(text))
+    numbers = sorted({bisect_right(starts, at) for at in found})
+    module = logical_lines_spelling(text, masked, starts, numbers)
     tree = parse(module) if module is not None else None
     if tree is None:
         return None

@@ -36,6 +36,15 @@ def lines_spelling_a_word(text: str, lines: list[str]) -> list[int]:
     call, or that are not ASCII: a statement spells a word if one of its lines is among them.
     Each word is searched once in the whole text instead of once in every statement that holds it."""
     starts = [0, *accumulate(map(len, lines))]
+    return sorted({bisect_right(starts, offset) for offset in offsets_spelling_a_word(text)})
+
+
+def offsets_spelling_a_word(text: str, code: str | None = None) -> set[int]:
+    """Where ``text`` spells a word a flag reads, begins a ``device`` call or is not ASCII.
+    ``code``: the text with its strings and comments masked, character for character
+    (:func:`amplint.logical_lines.masked_code`); then only characters outside ASCII in code
+    count, as only an identifier is read in Python's normal form (a string's or a comment's
+    characters spell no identifier, and those of its words that a flag reads are ASCII)."""
     at: set[int] = set()
     for word in WALK_WORDS:
         at.update(_occurrences(text, word))
@@ -50,9 +59,10 @@ def lines_spelling_a_word(text: str, lines: list[str]) -> list[int]:
               if not _word_character(text, found - 1) and not _word_character(text, found + 3))
     if "device" in text:
         at.update(match.start() for match in DEVICE_CALL.finditer(text))
-    if not text.isascii():
-        at.update(match.start() for match in _NOT_ASCII.finditer(text))
-    return sorted({bisect_right(starts, offset) for offset in at})
+    outside = text if code is None else code
+    if not outside.isascii():
+        at.update(match.start() for match in _NOT_ASCII.finditer(outside))
+    return at
 
 
 def _occurrences(text: str, word: str):
