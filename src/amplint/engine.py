@@ -120,7 +120,8 @@ def _python_stage(
         return None
     parsed_text = text
     if focus and settings.prefilter:
-        tokens = focus_tokens_for(codes)
+        # The tokens of the rules left to run: a definition only a ruled-out rule needs is blanked.
+        tokens = focus_tokens_for(run_codes)
         if tokens is not None:
             from amplint.focus import focus_source
 
