@@ -158,3 +158,19 @@ def test_a_file_found_in_a_directory_and_ruled_out_unparsed_has_no_finding():
     assert lint_text(text, "rotary.py", settings).findings == []
     assert not ruled_out_unparsed(text.replace("enabled=False", "enabled=True"), "rotary.py", settings)
     assert not ruled_out_unparsed(text, "rotary.py", Settings(select=sorted(CUT_CODES), prefilter=False))
+
+
+def test_a_file_ruled_out_unparsed_is_cached(tmp_path, monkeypatch):
+    import amplint.rule_gates as rule_gates
+    from amplint.jobs import Job, run_jobs
+
+    (tmp_path / "rotary.py").write_text(
+        "import torch\n\n\ndef f(x):\n    with torch.autocast('cuda', enabled=False):\n        return x.float()\n")
+    asked: list[str] = []
+    real = rule_gates.codes_that_may_report_from_text
+    monkeypatch.setattr(rule_gates, "codes_that_may_report_from_text", lambda *a, **k: asked.append("cut") or real(*a, **k))
+    job = Job(str(tmp_path / "rotary.py"), Settings(root=str(tmp_path)), cache_dir=str(tmp_path / "cache"))
+    first = run_jobs([job], 1)
+    second = run_jobs([job], 1)
+    assert first[0].skipped and second[0].skipped and first[0].findings == second[0].findings == []
+    assert asked == ["cut"]  # the second run read the cache

@@ -120,7 +120,10 @@ def process_file(job: Job, data: bytes | None = None) -> FileResult:
         if cached is not None:
             return cached
     if not job.explicit and ruled_out_unparsed(source.text, filename, job.settings, job.project):
-        return skipped_result(data, filename, job.explicit)
+        result = skipped_result(data, filename, job.explicit)
+        if cache is not None:
+            cache.put(source.text, filename, job.settings, result, job.project)
+        return result
     try:
         result = lint_text(source.text, filename, job.settings, fix=job.mode in ("fix", "diff"), unsafe=job.unsafe, edits=job.edits,
                            project=job.project)
