@@ -105,8 +105,7 @@ def _python_stage(
         from amplint.rule_gates import codes_that_may_report
 
         # The prefilter's second stage: a file where no rule can report is not parsed with libcst.
-        may_report = codes_that_may_report(run_codes, tree, with_project=project is not None, text=text,
-                                           project_builds_scaler=getattr(project, "may_build_any_scaler", None))
+        may_report = codes_that_may_report(run_codes, tree, text=text, **_gate_project(project))
         if not may_report and run_codes:
             return None
         run_codes = may_report
@@ -244,6 +243,12 @@ def _settings(settings: Settings | None) -> Settings:
     return settings if settings is not None else Settings()
 
 
+def _gate_project(project: ProjectContext | DeferredContext | None) -> dict:
+    """What the rule gates are told of the project: whether the file is linted with one, and how
+    to ask whether an asked import may build a GradScaler (a deferred context's answer)."""
+    return {"with_project": project is not None, "project_builds_scaler": getattr(project, "may_build_any_scaler", None)}
+
+
 def ruled_out_unparsed(text: str, filename: str, settings: Settings,
                        project: ProjectContext | DeferredContext | None = None) -> bool:
     """No enabled rule can report on ``text``: the rule gates say so of the logical lines that can
@@ -257,8 +262,7 @@ def ruled_out_unparsed(text: str, filename: str, settings: Settings,
         return False
     from amplint.rule_gates import codes_that_may_report_from_text
 
-    may_report = codes_that_may_report_from_text(codes, text, with_project=project is not None,
-                                                 project_builds_scaler=getattr(project, "may_build_any_scaler", None))
+    may_report = codes_that_may_report_from_text(codes, text, **_gate_project(project))
     return may_report is not None and not may_report
 
 
