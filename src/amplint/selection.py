@@ -110,13 +110,15 @@ class _Plan:
             self.rules.append((rule, frozenset(covers)))
         self.every_rule_has_triggers = all(covers is not None for _, covers in self.rules)
         # One screening pass over the lower-cased file for the words and the exact tokens alike:
-        # their lower-cased forms, less any that holds another, grouped by first character. ``re``
-        # searches an alternation of literals that begin alike about as fast as one ``in`` test
-        # (it scans for the shared first character), and most files hold none of them: a group
-        # that misses rules out each of its members, and only the members of a group that hits
-        # are searched for as they are written.
+        # their lower-cased forms, less any that holds another, grouped by first character, all
+        # searched at once by an Aho-Corasick automaton (:meth:`groups_found`). Without one, each
+        # group is searched apart: ``re`` searches an alternation of literals that begin alike
+        # about as fast as one ``in`` test (it scans for the shared first character). Most files
+        # hold none of them: a group that misses rules out each of its members, and only the
+        # members of a group that hits are searched for as they are written.
         self.screen = _screening_groups((*self.exact, *self.words))
         self._screens: dict[bool, list] = {}
+        self._matchers: dict[bool, tuple | None] = {}
 
     def screens(self, as_text: bool) -> list:
         """:attr:`screen` ready to search a text (``as_text``) or bytes: compiled patterns, encoded
@@ -125,13 +127,52 @@ class _Plan:
         if ready is None:
             ready = self._screens[as_text] = [
                 (_pattern(screen, as_text) if regex else screen if as_text else screen.encode("ascii"), regex, members)
-                for screen, regex, members in self.screen]
+                for screen, regex, members, _ in self.screen]
         return ready
 
 
-def _screening_groups(tokens: tuple[str, ...]) -> tuple[tuple[str, bool, tuple[str, ...]], ...]:
+    def groups_found(self, lowered: str | bytes) -> set[int] | None:
+        """The indices of the :attr:`screen` groups one of whose strings occurs in ``lowered`` (the
+        lower-cased text), all found in one pass of an Aho-Corasick automaton; ``None`` without
+        one (``ahocorasick_rs`` not installed): then each group is searched apart."""
+        as_text = isinstance(lowered, str)
+        matcher = self._matchers.get(as_text, _UNBUILT)
+        if matcher is _UNBUILT:
+            matcher = self._matchers[as_text] = _screening_automaton(self.screen, as_text)
+        if matcher is None:
+            return None
+        automaton, group_of = matcher
+        # Every occurrence, overlapping ones too: an occurrence the automaton skipped because it
+        # overlaps another would leave its group unfound, and its members ruled out.
+        return {group_of[index] for index, _, _ in automaton.find_matches_as_indexes(lowered, overlapping=True)}
+
+
+_UNBUILT = object()
+
+
+def _screening_automaton(screen, as_text: bool) -> tuple | None:
+    """(an automaton of every screening string, the group of each string by its index), or
+    ``None`` when ``ahocorasick_rs`` cannot be imported."""
+    try:
+        import ahocorasick_rs
+    except ImportError:
+        return None
+    strings: list[str] = []
+    group_of: list[int] = []
+    for index, (_, _, _, group) in enumerate(screen):
+        strings.extend(group)
+        group_of.extend([index] * len(group))
+    if not strings:
+        return None
+    if as_text:
+        return ahocorasick_rs.AhoCorasick(strings), group_of
+    return ahocorasick_rs.BytesAhoCorasick([s.encode("ascii") for s in strings]), group_of
+
+
+def _screening_groups(tokens: tuple[str, ...]) -> tuple[tuple[str, bool, tuple[str, ...], tuple[str, ...]], ...]:
     """(what to search in the lower-cased text, whether it is a regular expression, the tokens it
-    answers for), for each first character of the tokens' lower-cased forms. Where a token occurs
+    answers for, the screening strings it searches), for each first character of the tokens'
+    lower-cased forms. Where a token occurs
     (in any case, for a word), its lower-cased form and every screening string it holds occur in
     the lower-cased text: a group that finds none of its strings holds none of its members."""
     lowered = {token.lower() for token in tokens}
@@ -143,8 +184,8 @@ def _screening_groups(tokens: tuple[str, ...]) -> tuple[tuple[str, bool, tuple[s
     for screen in screening:
         groups.setdefault(screen[0], []).append(screen)
     return tuple(
-        (group[0], False, tuple(members[group[0]])) if len(group) == 1
-        else ("|".join(map(_escape, group)), True, tuple(t for s in group for t in members[s]))
+        (group[0], False, tuple(members[group[0]]), tuple(group)) if len(group) == 1
+        else ("|".join(map(_escape, group)), True, tuple(t for s in group for t in members[s]), tuple(group))
         for group in groups.values())
 
 
@@ -191,6 +232,17 @@ def _screen(plan: _Plan, text: str | bytes, occurs: _Presence) -> set[str]:
     """The plan's tokens that occur in ``text``, each searched once; most files hold none, and
     then no rule is asked (nor is what was not found written down)."""
     lowered = occurs.lowered()
+    hit = plan.groups_found(lowered)
+    if hit is not None:
+        if not hit:
+            return set()
+        found_in: set[str] = set()
+        for index, (_, _, members, _) in enumerate(plan.screen):
+            if index in hit:
+                found_in.update(t for t in members if occurs(t))
+            else:
+                occurs.known.update(dict.fromkeys(members, False))
+        return found_in
     found: set[str] | None = None
     missed = []
     for needle, is_pattern, members in plan.screens(isinstance(text, str)):
@@ -303,7 +355,7 @@ def _screened(codes: frozenset[str]) -> frozenset[str]:
     """The tokens the screening pass answers for (the rules' other tokens are searched later),
     but a word read in any case that holds ``i`` or ``k``: ``İ`` and the Kelvin sign lower-case
     into those outside ASCII, and that word is searched in the text again."""
-    return frozenset(token for _, _, members in _plan(codes).screen for token in members
+    return frozenset(token for _, _, members, _ in _plan(codes).screen for token in members
                      if not (any_case(token) and ("i" in token.lower() or "k" in token.lower())))
 
 
