@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
                     continue
                 codes = codes_to_run(text, settings, settings.enabled_codes(path))
                 if args.gated:
-                    codes = frozenset(code for code in codes if code in GATES and code != "AMP022")
+                    codes = frozenset(code for code in codes if code in GATES)
                 if not codes:
                     continue
                 try:

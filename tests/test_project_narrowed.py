@@ -120,3 +120,28 @@ def test_every_definition_of_the_fixtures_summarised_alone_is_summarised_as_in_t
 def test_a_narrowed_summary_keeps_functions_by_their_top_level_name():
     functions = tuple(FunctionSummary(name, 1, ()) for name in ("f", "C.m", "Cx.m", "C"))
     assert [f.name for f in ModuleSummary(functions).narrowed(frozenset({"C"})).functions] == ["C.m", "C"]
+
+
+def test_a_module_summarised_for_some_definitions_answers_for_fewer_without_a_parse(tmp_path, monkeypatch):
+    import amplint.project.phase as phase
+    import amplint.project.summarize as summarize
+
+    path = tmp_path / "helpers.py"
+    path.write_text(HELPERS, encoding="utf-8")
+    monkeypatch.setattr(phase, "_SUMMARIZED", {})
+    parsed: list[frozenset | None] = []
+    original = summarize.summarize_text
+    monkeypatch.setattr(summarize, "summarize_text", lambda text, path="<module>", only=None: parsed.append(only) or original(text, path, only))
+    wide = frozenset({"save_checkpoint", "Trainer", "amp_context"})
+    assert phase.summarize_path(str(path), only=wide) == summarize_text(HELPERS, only=wide)
+    for fewer in ({"save_checkpoint"}, {"Trainer", "amp_context"}, set()):
+        assert phase.summarize_path(str(path), only=frozenset(fewer)) == summarize_text(HELPERS, only=frozenset(fewer))
+    assert parsed == [wide]
+    # One it does not hold, or the whole module, is summarised again.
+    phase.summarize_path(str(path), only=frozenset({"setup"}))
+    phase.summarize_path(str(path))
+    assert parsed == [wide, frozenset({"setup"}), None]
+    # A changed file is not answered from the summary of its old text.
+    path.write_text(HELPERS + "\n\ndef later():\n    pass\n", encoding="utf-8")
+    phase.summarize_path(str(path), only=frozenset({"save_checkpoint"}))
+    assert parsed[-1] == frozenset({"save_checkpoint"})

@@ -30,10 +30,11 @@ def _gated_away(text: str) -> set[str]:
     # With the source, the walk skips the statements that hold no word a flag needs: same verdicts.
     assert set(GATES) - codes_that_may_report(frozenset(GATES), tree, text=text) == whole
     # Asked of the logical lines cut from the text, unparsed: the same verdicts, where it answers
-    # (every gate but AMP022's, which reads where statements are).
-    cut = frozenset(GATES) - {"AMP022"}
-    from_text = codes_that_may_report_from_text(cut, text)
-    assert from_text is None or cut - from_text == whole - {"AMP022"}
+    # (AMP022's gate reads where statements are: with it, it answers only where AMP022's
+    # line-local flags already rule it out).
+    for cut in (frozenset(GATES) - {"AMP022"}, frozenset(GATES)):
+        from_text = codes_that_may_report_from_text(cut, text)
+        assert from_text is None or cut - from_text == whole & cut
     return whole
 
 
@@ -511,3 +512,16 @@ LEFT_OUT_INSIDE = {
 def test_a_flag_read_after_the_walk_is_found_in_a_statement_it_left_out_inside_a_function(code):
     body, head = LEFT_OUT_INSIDE[code]
     assert code not in _gated_away(head + body)
+
+
+def test_the_cut_lines_rule_out_amp022_only_where_a_backward_or_a_prepare_is_missing():
+    codes = frozenset({"AMP022", "AMP026"})
+    backward_alone = "def train(model, opt, loss):\n    loss.backward()\n    opt.step()\n"
+    assert codes_that_may_report_from_text(codes, backward_alone) == {"AMP026"}
+    prepared = "model, opt = accelerator.prepare(model, opt)\n" + backward_alone
+    # Both flags hold: whether the step is beside the backward needs the whole tree.
+    assert codes_that_may_report_from_text(codes, prepared) is None
+    assert codes_that_may_report(codes, ast.parse(prepared)) == codes
+    apart = "model, opt = accelerator.prepare(model, opt)\ndef a(loss):\n    loss.backward()\ndef b(opt):\n    opt.step()\n"
+    assert codes_that_may_report_from_text(codes, apart) is None
+    assert codes_that_may_report(codes, ast.parse(apart)) == {"AMP026"}

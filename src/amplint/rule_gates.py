@@ -198,11 +198,16 @@ def codes_that_may_report(codes: frozenset[str], tree: ast.Module, with_project:
     with it, a function answering whether an asked import may build a GradScaler (asked only
     where the file's own evidence cannot show AMP006 may report); ``text``: the source of
     ``tree``, which lets the walk skip statements that cannot matter."""
+    return _codes_the_evidence_leaves(codes, lambda: TreeEvidence(tree, text), with_project, project_builds_scaler)
+
+
+def _codes_the_evidence_leaves(codes: frozenset[str], evidence_of, with_project: bool, project_builds_scaler) -> frozenset[str]:
+    """:func:`codes_that_may_report` given a function that makes the file's evidence."""
     gates = {code: GATES[code] for code in codes
              if code in GATES and not (with_project and code in _FILE_ALONE and project_builds_scaler is None)}
     if not gates:
         return codes
-    evidence = TreeEvidence(tree, text)
+    evidence = evidence_of()
 
     def may_report(code: str) -> bool:
         if code not in gates or gates[code](evidence):
@@ -213,8 +218,9 @@ def codes_that_may_report(codes: frozenset[str], tree: ast.Module, with_project:
 
 
 # Gates that read where statements are (a backward and a step in one function body): the
-# logical lines cut out of a text do not keep it.
-_WHOLE_TREE = frozenset({"AMP022"})
+# logical lines cut out of a text do not keep it. Each is asked of them only for its part that
+# they do keep (flags read from one node): where that part holds, the whole tree is parsed.
+_WHOLE_TREE = {"AMP022": lambda evidence: evidence.backward_method_call and evidence.prepare_method_call}
 # The words the questions asked after the walk read from the statements it left out (see
 # :class:`~amplint.tree_evidence.TreeEvidence`'s properties), but ``step``: only AMP022's gate,
 # which needs the whole tree, asks for the steps.
@@ -231,9 +237,9 @@ def codes_that_may_report_from_text(codes: frozenset[str], text: str, with_proje
     only a line that spells one of the words the walk and the later questions look for can set
     one: those lines are all cut, so the answer is the whole tree's. (It can only be larger: an
     import nested in a statement the walk leaves out is read here as if at the top.) ``None``
-    when it cannot be asked so (a rule without a gate, a gate that needs the whole tree, a text
-    the lexer is unsure of, lines that do not parse alone); then the file is parsed whole."""
-    if not codes or any(code not in GATES or code in _WHOLE_TREE for code in codes):
+    when it cannot be asked so (a rule without a gate, a gate whose answer needs the whole tree, a
+    text the lexer is unsure of, lines that do not parse alone); then the file is parsed whole."""
+    if not codes or any(code not in GATES for code in codes):
         return None
     from amplint.logical_lines import logical_lines_spelling, masked_code
     from amplint.project.quiet_parse import parse
@@ -262,4 +268,8 @@ def codes_that_may_report_from_text(codes: frozenset[str], text: str, with_proje
     tree = parse(module) if module is not None else None
     if tree is None:
         return None
-    return codes_that_may_report(codes, tree, with_project, text=module, project_builds_scaler=project_builds_scaler)
+    evidence = TreeEvidence(tree, module)
+    whole_tree = codes & _WHOLE_TREE.keys()
+    if any(_WHOLE_TREE[code](evidence) for code in whole_tree):
+        return None
+    return _codes_the_evidence_leaves(codes - whole_tree, lambda: evidence, with_project, project_builds_scaler)

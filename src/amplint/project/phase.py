@@ -70,7 +70,7 @@ def _asks_about_configs(job, data: bytes) -> bool:
 
 # The modules this process summarised (by path, cache and the definitions asked for, ``None`` for
 # all), with a hash of the text each summary was read from: the files of one package ask about the
-# same few helpers (``utils/auto_docstring.py``).
+# same few helpers (``utils/auto_docstring.py``), and a summary answers for any of its definitions.
 _SUMMARIZED: dict[tuple[str, str | None, frozenset[str] | None], tuple[bytes, ModuleSummary | None]] = {}
 _SUMMARIZED_MAX = 256
 
@@ -90,11 +90,15 @@ def summarize_path(path: str, cache_dir: str | None = None, only: frozenset[str]
     except SourceError:
         return None
     content = hashlib.blake2b(data, digest_size=16).digest()
-    for asked in ((path, cache_dir, only), (path, cache_dir, None)):
-        seen = _SUMMARIZED.get(asked)
-        if seen is not None and seen[0] == content:
-            whole = seen[1]
-            return whole.narrowed(only) if asked[2] is None and only is not None and whole is not None else whole
+    seen = _SUMMARIZED.get((path, cache_dir, only))
+    if seen is not None and seen[0] == content:
+        return seen[1]
+    # A summary of more definitions holds theirs as they are read alone: what a function does
+    # depends on its own definition, the module's statements and what it reaches, all kept.
+    for (seen_path, seen_cache, seen_only), (seen_content, wider) in _SUMMARIZED.items():
+        if (seen_path == path and seen_cache == cache_dir and seen_content == content
+                and (seen_only is None or only is not None and only <= seen_only)):
+            return wider.narrowed(only) if wider is not None and only is not None else wider
     summary: ModuleSummary | None
     if not any(token in data for token in SUMMARY_BYTES):
         summary = ModuleSummary(defined=_defined_names(data))

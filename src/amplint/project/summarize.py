@@ -37,7 +37,7 @@ def summarize_text(text: str, path: str = "<module>", only: frozenset[str] | Non
     del tree
     try:
         module = parse_module(focused)
-        facts = FileFacts(module, Positions(module), path)
+        facts = FileFacts(module, Positions(module, focused), path)
     except (cst.ParserSyntaxError, RecursionError):
         # Python reads it, amplint's parser cannot: its definitions are still known.
         return ModuleSummary(imports=outline.imports, defined=outline.defined)
