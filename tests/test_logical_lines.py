@@ -174,3 +174,34 @@ def test_a_file_ruled_out_unparsed_is_cached(tmp_path, monkeypatch):
     second = run_jobs([job], 1)
     assert first[0].skipped and second[0].skipped and first[0].findings == second[0].findings == []
     assert asked == ["cut"]  # the second run read the cache
+
+
+def test_a_file_the_cut_lines_leave_rules_for_is_linted_as_when_its_whole_tree_is_gated(monkeypatch):
+    # The gates' answer on the logical lines is handed to the lint, which does not ask the whole
+    # tree again: the findings are the same, and the whole-tree gates are not asked.
+    import amplint.rule_gates as rule_gates
+    from amplint.engine import gated_unparsed
+
+    texts = [p.read_text(encoding="utf-8") for p in sorted((REPO / "fixtures").rglob("*.py"))]
+    texts += [example for code in sorted(GATES) for example in _rule_examples(code)]
+    compared = 0
+    for selection in (Settings(), Settings(select=["ALL"])):
+        for text in texts:
+            gated = gated_unparsed(text, "a.py", selection)
+            if not gated:
+                continue
+            expected = lint_text(text, "a.py", selection)
+            asked: list[int] = []
+            real = rule_gates.codes_that_may_report
+            monkeypatch.setattr(rule_gates, "codes_that_may_report", lambda *a, **k: asked.append(1) or real(*a, **k))
+            got = lint_text(text, "a.py", selection, gated=gated)
+            monkeypatch.setattr(rule_gates, "codes_that_may_report", real)
+            assert asked == []
+            assert [(f.code, f.location, f.message) for f in got.findings] == [(f.code, f.location, f.message) for f in expected.findings]
+            compared += 1
+    assert compared > 50
+
+
+def _rule_examples(code: str) -> list[str]:
+    rule = all_rules()[code]
+    return [example if isinstance(example, str) else example.code for example in (*rule.invalid, *rule.valid)]

@@ -84,7 +84,7 @@ def _python_syntax_error(error: SyntaxError, filename: str) -> Finding:
 
 def _python_stage(
     text: str, filename: str, settings: Settings, codes: frozenset[str], focus: bool,
-    project: ProjectContext | DeferredContext | None, result: _Pass,
+    project: ProjectContext | DeferredContext | None, result: _Pass, gated: frozenset[str] | None = None,
 ) -> tuple[frozenset[str], str, object] | None:
     """What Python's own ``ast`` decides before libcst: the syntax verdict, the rules the gates
     leave to run, the guard against nesting libcst cannot parse, the focused text, the outline.
@@ -101,7 +101,9 @@ def _python_stage(
         return None
     tree = view.tree
     run_codes = codes_to_run(text, settings, codes)
-    if settings.prefilter and tree is not None:
+    if gated is not None and settings.prefilter:
+        run_codes = gated  # asked of the text's logical lines already: the same answer
+    elif settings.prefilter and tree is not None:
         from amplint.rule_gates import codes_that_may_report
 
         # The prefilter's second stage: a file where no rule can report is not parsed with libcst.
@@ -147,7 +149,7 @@ def _python_stage(
 
 def _lint_once(
     text: str, filename: str, settings: Settings, codes: frozenset[str], focus: bool = False,
-    project: ProjectContext | DeferredContext | None = None,
+    project: ProjectContext | DeferredContext | None = None, gated: frozenset[str] | None = None,
 ) -> _Pass:
     from amplint.gc_policy import building_tree
 
@@ -156,7 +158,7 @@ def _lint_once(
     # no reference cycle, and released before the collector runs again it is never traversed
     # (a file the gates rule out, most files parsed at all, costs its parse and walk alone).
     with building_tree():
-        stage = _python_stage(text, filename, settings, codes, focus, project, result)
+        stage = _python_stage(text, filename, settings, codes, focus, project, result, gated)
     if stage is None:
         return result
     run_codes, parsed_text, outline = stage
@@ -249,39 +251,49 @@ def _gate_project(project: ProjectContext | DeferredContext | None) -> dict:
     return {"with_project": project is not None, "project_builds_scaler": getattr(project, "may_build_any_scaler", None)}
 
 
+def gated_unparsed(text: str, filename: str, settings: Settings,
+                   project: ProjectContext | DeferredContext | None = None) -> frozenset[str] | None:
+    """The codes the rule gates leave to run on ``text``, asked of its logical lines without
+    parsing it (:func:`ruled_out_unparsed`); ``None`` where they cannot be asked so."""
+    if not settings.prefilter:
+        return None
+    codes = codes_to_run(text, settings, settings.enabled_codes(filename))
+    if not codes:
+        return None
+    from amplint.rule_gates import codes_that_may_report_from_text
+
+    return codes_that_may_report_from_text(codes, text, **_gate_project(project))
+
+
 def ruled_out_unparsed(text: str, filename: str, settings: Settings,
                        project: ProjectContext | DeferredContext | None = None) -> bool:
     """No enabled rule can report on ``text``: the rule gates say so of the logical lines that can
     set their flags, cut from the text without parsing it (:func:`~amplint.rule_gates.codes_that_may_report_from_text`).
     Python's syntax verdict is then not asked either, so only a file found in a directory is
     asked this (as only such a file is skipped by the prefilter without a syntax check)."""
-    if not settings.prefilter:
-        return False
-    codes = codes_to_run(text, settings, settings.enabled_codes(filename))
-    if not codes:
-        return False
-    from amplint.rule_gates import codes_that_may_report_from_text
-
-    may_report = codes_that_may_report_from_text(codes, text, **_gate_project(project))
+    may_report = gated_unparsed(text, filename, settings, project)
     return may_report is not None and not may_report
 
 
 def lint_text(
     text: str, filename: str, settings: Settings, fix: bool = False, unsafe: bool = False, edits: bool = True,
-    project: ProjectContext | DeferredContext | None = None,
+    project: ProjectContext | DeferredContext | None = None, gated: frozenset[str] | None = None,
 ) -> FileResult:
-    """Lint (and with ``fix``, fix) one text; deeply nested code is handled on a deep stack."""
+    """Lint (and with ``fix``, fix) one text; deeply nested code is handled on a deep stack.
+    ``gated``: the codes the rule gates leave to run on this very text, with this project, when
+    already asked (:func:`gated_unparsed`): they are not asked again of its whole tree."""
     from amplint.deepstack import run_with_deep_stack
 
     if not may_have_findings(text, settings, filename):
         return FileResult(filename=filename, source=text, skipped=True)
-    return run_with_deep_stack(_lint_text, text, filename, settings, fix, unsafe, edits, project)
+    return run_with_deep_stack(_lint_text, text, filename, settings, fix, unsafe, edits, project, gated)
 
 
 def _lint_text(
     text: str, filename: str, settings: Settings, fix: bool = False, unsafe: bool = False, edits: bool = True,
-    project: ProjectContext | DeferredContext | None = None,
+    project: ProjectContext | DeferredContext | None = None, gated: frozenset[str] | None = None,
 ) -> FileResult:
+    original = text
     codes = settings.enabled_codes(filename)
     result = FileResult(filename=filename, source=text)
     if fix:
@@ -294,7 +306,7 @@ def _lint_text(
             result.source = new_text
             result.fixed_count = applied
         text = new_text
-    lint = _lint_once(text, filename, settings, codes, focus=True, project=project)
+    lint = _lint_once(text, filename, settings, codes, focus=True, project=project, gated=gated if text is original else None)
     if lint.module is not None:
         from amplint.fix.fix_info import attach_fix_info
 

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from amplint.engine import _lint_once, lint_text, ruled_out_unparsed, syntax_error_finding
+from amplint.engine import _lint_once, gated_unparsed, lint_text, syntax_error_finding
 from amplint.model import FileError, FileResult, Finding
 from amplint.selection import may_have_findings, same_answer, same_tokens
 from amplint.settings import Settings
@@ -119,14 +119,15 @@ def process_file(job: Job, data: bytes | None = None) -> FileResult:
         cached = cache.get(source.text, filename, job.settings, job.project)
         if cached is not None:
             return cached
-    if not job.explicit and ruled_out_unparsed(source.text, filename, job.settings, job.project):
+    gated = None if job.explicit else gated_unparsed(source.text, filename, job.settings, job.project)
+    if gated is not None and not gated:
         result = skipped_result(data, filename, job.explicit)
         if cache is not None:
             cache.put(source.text, filename, job.settings, result, job.project)
         return result
     try:
         result = lint_text(source.text, filename, job.settings, fix=job.mode in ("fix", "diff"), unsafe=job.unsafe, edits=job.edits,
-                           project=job.project)
+                           project=job.project, gated=gated)
     except RecursionError:
         return FileResult(filename=filename, errors=[FileError(filename, f"{filename}: too deeply nested to lint")])
     except MemoryError:
