@@ -83,3 +83,33 @@ def test_without_the_automaton_the_prefilter_answers_the_same(codes, monkeypatch
     finally:
         selection._plan.cache_clear()
     assert without == with_automaton
+
+
+MIXED_CASE = [
+    "GRAD_SCALER.step(opt)",
+    "with self.AutoCast():\n    pass",
+    "x = 1  # NoQa: AMP001",
+    "from transformers import Trainer, TrainingArguments\nmodel = M.from_pretrained('x', torch_dtype=torch.bfloat16)\n",
+    "scaler = GradScaler(); scaler.scale(loss).backward(); scaler.unscale_(opt)",
+]
+
+
+@pytest.mark.parametrize("codes", [ALL_CODES, DEFAULT_CODES], ids=["ALL", "default"])
+def test_one_pass_over_the_bytes_finds_each_token_as_a_search_for_it_does(codes):
+    pytest.importorskip("ahocorasick_rs")
+    plan = selection._plan(codes)
+    assert {"autocast", "GradScaler", "Trainer", "bf16"} & set(plan.tokens)
+    for text in [*MIXED_CASE, *OVERLAPPING, *_texts()]:
+        data = text.encode("utf-8")
+        present = plan.tokens_in(data, data.lower())
+        expected = {t: (t.lower().encode() in data.lower()) if selection.any_case(t) else t.encode() in data for t in plan.tokens}
+        assert present == expected, text[:80]
+
+
+def test_a_word_read_in_any_case_is_found_in_every_spelling():
+    pytest.importorskip("ahocorasick_rs")
+    plan = selection._plan(ALL_CODES)
+    for spelling in ("autocast", "AUTOCAST", "AutoCast", "aUtOcAsT"):
+        data = f"with self.{spelling}():".encode()
+        assert plan.tokens_in(data, data.lower())["autocast"]
+    assert not plan.tokens_in(b"with self.auto_cast():", b"with self.auto_cast():")["autocast"]

@@ -119,6 +119,11 @@ class _Plan:
         self.screen = _screening_groups((*self.exact, *self.words))
         self._screens: dict[bool, list] = {}
         self._matchers: dict[bool, tuple | None] = {}
+        # Every token a rule is asked about (triggers and required tokens): in bytes, all are
+        # answered by the one pass of :meth:`tokens_in`.
+        self.tokens = tuple(dict.fromkeys(
+            (*self.exact, *self.words, *(t for rule, _ in self.rules for t in (*rule.triggers, *rule.requires)))))
+        self._bytes_matcher: tuple | None | object = _UNBUILT
 
     def screens(self, as_text: bool) -> list:
         """:attr:`screen` ready to search a text (``as_text``) or bytes: compiled patterns, encoded
@@ -130,6 +135,20 @@ class _Plan:
                 for screen, regex, members, _ in self.screen]
         return ready
 
+
+    def tokens_in(self, data: bytes, lowered: bytes) -> dict[str, bool] | None:
+        """Whether each of :attr:`tokens` occurs in ``data`` (a word read in any case, in
+        ``lowered``, the lower-cased bytes), their lower-cased forms all found in one pass of an
+        Aho-Corasick automaton over ``lowered``: a token whose form is not there is not in the
+        file (a word is, where its form is), and only a token whose form is there is searched as
+        written. ``None`` without ``ahocorasick_rs``."""
+        if self._bytes_matcher is _UNBUILT:
+            self._bytes_matcher = _token_automaton(self.tokens)
+        if self._bytes_matcher is None:
+            return None
+        automaton, form_of = self._bytes_matcher
+        seen = {form_of[index] for index, _, _ in automaton.find_matches_as_indexes(lowered, overlapping=True)}
+        return {token: token.lower() in seen and (any_case(token) or token.encode("ascii") in data) for token in self.tokens}
 
     def groups_found(self, lowered: str | bytes) -> set[int] | None:
         """The indices of the :attr:`screen` groups one of whose strings occurs in ``lowered`` (the
@@ -148,6 +167,17 @@ class _Plan:
 
 
 _UNBUILT = object()
+def _token_automaton(tokens: tuple[str, ...]) -> tuple | None:
+    """(an automaton of the lower-cased forms of ``tokens``, the form of each pattern by its
+    index), or ``None`` when ``ahocorasick_rs`` cannot be imported."""
+    try:
+        import ahocorasick_rs
+    except ImportError:
+        return None
+    forms = sorted({token.lower() for token in tokens})
+    if not forms:
+        return None
+    return ahocorasick_rs.BytesAhoCorasick([form.encode("ascii") for form in forms]), forms
 
 
 def _screening_automaton(screen, as_text: bool) -> tuple | None:
@@ -231,6 +261,13 @@ def _firing_codes(text: str | bytes, codes: frozenset[str]) -> frozenset[str]:
 def _screen(plan: _Plan, text: str | bytes, occurs: _Presence) -> set[str]:
     """The plan's tokens that occur in ``text``, each searched once; most files hold none, and
     then no rule is asked (nor is what was not found written down)."""
+    if isinstance(text, bytes):
+        present = plan.tokens_in(text, occurs.lowered())
+        if present is not None:
+            found_tokens = {token for token in (*plan.exact, *plan.words) if present[token]}
+            if found_tokens:
+                occurs.known.update(present)
+            return found_tokens
     lowered = occurs.lowered()
     hit = plan.groups_found(lowered)
     if hit is not None:
@@ -352,10 +389,11 @@ def same_tokens(data: bytes, text: str) -> None:
 
 @lru_cache(maxsize=64)
 def _screened(codes: frozenset[str]) -> frozenset[str]:
-    """The tokens the screening pass answers for (the rules' other tokens are searched later),
-    but a word read in any case that holds ``i`` or ``k``: ``İ`` and the Kelvin sign lower-case
-    into those outside ASCII, and that word is searched in the text again."""
-    return frozenset(token for _, _, members, _ in _plan(codes).screen for token in members
+    """The tokens whose answer in the bytes stands for the text (every token the rules are asked
+    about: those not found in the screening pass are searched later, in the bytes too), but a
+    word read in any case that holds ``i`` or ``k``: ``İ`` and the Kelvin sign lower-case into
+    those outside ASCII, and that word is searched in the text again."""
+    return frozenset(token for token in _plan(codes).tokens
                      if not (any_case(token) and ("i" in token.lower() or "k" in token.lower())))
 
 
