@@ -24,6 +24,7 @@ from amplint.sourcefile import (
     SourceText,
     decode_source,
     encode_source,
+    may_declare_encoding,
     read_bytes,
 )
 
@@ -252,8 +253,11 @@ def lint_with_project(job: Job) -> FileResult:
         data = read_bytes(job.path)
     except SourceError:
         return process_file(job)  # which reports why the file cannot be read
-    if data.isascii() and not may_have_findings(data, job.settings, job.display or job.path):
-        return process_file(job, data)  # skipped, as most files are: it asks the project nothing
+    # Skipped, as most files are: it asks the project nothing. (A file that is not ASCII is still
+    # decoded by process_file, which reports one not valid in its encoding; in UTF-8, the bytes
+    # answer the prefilter for the text.)
+    if not may_have_findings(data, job.settings, job.display or job.path) and (data.isascii() or not may_declare_encoding(data)):
+        return process_file(job, data)
     # Read once: the question whether the file asks and its lint share the bytes.
     return process_file(with_project_context(job, data), data)
 

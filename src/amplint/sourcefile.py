@@ -81,7 +81,7 @@ def _reject_bom_with_other_cookie(payload: bytes, name: str) -> None:
         raise EncodingSyntaxError(name, f"encoding problem: {normal} with BOM", lineno)
 
 
-def _may_declare_encoding(data: bytes) -> bool:
+def may_declare_encoding(data: bytes) -> bool:
     """The first two lines (as ``tokenize`` reads them: up to ``\n``) say ``coding``, as every
     encoding declaration does; without it the file is UTF-8."""
     first = data.find(b"\n")
@@ -93,7 +93,7 @@ def decode_source(data: bytes, name: str) -> SourceText:
     bom = data.startswith(codecs.BOM_UTF8)
     try:
         # Most files declare nothing: their encoding is known without ``tokenize``'s reading.
-        encoding = "utf-8" if not bom and not _may_declare_encoding(data) else tokenize.detect_encoding(io.BytesIO(data).readline)[0]
+        encoding = "utf-8" if not bom and not may_declare_encoding(data) else tokenize.detect_encoding(io.BytesIO(data).readline)[0]
     except SyntaxError as exc:
         if bom:
             _reject_bom_with_other_cookie(data[len(codecs.BOM_UTF8):], name)
