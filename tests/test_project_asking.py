@@ -366,3 +366,9 @@ def test_a_star_import_is_found_as_the_pattern_finds_it_in_any_text(parts):
 
     data = b"".join(parts)
     assert imports_star(data) == (_STAR_AS_WRITTEN.search(data) is not None)
+
+
+def test_an_import_statement_that_does_not_parse_leaves_the_others_found():
+    # The import statements are parsed together; one that cannot be parsed is dropped alone.
+    text = "import os\nimport torch.nn as nn\ntry:\n    from apex import amp\nexcept ImportError:\n    pass\nfrom a import (b,\n"
+    assert {(name.local, name.module) for name in scan_imports(text)} == {("os", "os"), ("nn", "torch.nn"), ("amp", "apex")}

@@ -29,7 +29,7 @@ def scan_imports(text: str, stars: bool = False) -> tuple[ImportedName, ...]:
 
     Only the lines that hold ``import`` are looked at: a file's text is not split into lines.
     """
-    statements: list[ast.stmt] = []
+    chunks: list[str] = []
     top_level: list[int] | None = None
     tried = -1
     at = text.find("import")
@@ -52,9 +52,13 @@ def scan_imports(text: str, stars: bool = False) -> tuple[ImportedName, ...]:
         while following >= 0 and (chunk.count("(") > chunk.count(")") or chunk.rstrip().endswith("\\")):
             line, following = _line_at(text, following)
             chunk += "\n" + line
-        tree = parse(textwrap.dedent(chunk))
-        if tree is not None:
-            statements.extend(tree.body)
+        chunks.append(textwrap.dedent(chunk))
+    # Parsed together, in one call, unless one of them does not parse alone.
+    together = parse("\n".join(chunks)) if chunks else None
+    if together is not None:
+        statements = together.body
+    else:
+        statements = [statement for chunk in chunks if (tree := parse(chunk)) is not None for statement in tree.body]
     return tuple(imports_of(ast.Module(body=statements, type_ignores=[]), stars))
 
 
