@@ -525,3 +525,17 @@ def test_the_cut_lines_rule_out_amp022_only_where_a_backward_or_a_prepare_is_mis
     apart = "model, opt = accelerator.prepare(model, opt)\ndef a(loss):\n    loss.backward()\ndef b(opt):\n    opt.step()\n"
     assert codes_that_may_report_from_text(codes, apart) is None
     assert codes_that_may_report(codes, ast.parse(apart)) == {"AMP026"}
+
+
+def test_device_strings_are_cut_only_where_an_autocast_class_may_be_named():
+    codes = frozenset({"AMP015"})
+    indexed = 'import torch\nfrom torch import autocast\ndevice = "cuda:0"\n\ndef f(x):\n    with autocast(device_type=device):\n        return x\n'
+    assert codes_that_may_report_from_text(codes, indexed) == codes
+    assert codes_that_may_report(codes, ast.parse(indexed)) == codes
+    # No ``autocast``: no autocast class can be named, and AMP015 is ruled out without the strings.
+    plain = 'import torch\ndevice = "cuda:0"\nx = torch.device(device)\n'
+    assert codes_that_may_report_from_text(codes, plain) == frozenset()
+    # An identifier outside ASCII that Python reads as ``autocast``: the strings are cut too.
+    wide = indexed.replace("from torch import autocast", "from torch import \uff41utocast").replace("with autocast", "with \uff41utocast")
+    assert codes_that_may_report(codes, ast.parse(wide)) == codes
+    assert codes_that_may_report_from_text(codes, wide) in (None, codes)

@@ -252,7 +252,11 @@ def codes_that_may_report_from_text(codes: frozenset[str], text: str, with_proje
     # Physical lines end at ``\n`` only: the lexer refused a lone ``\r``.
     starts = [0, *map(add, accumulate(map(len, text.split("\n"))), count(1))]
     starts[-1] = len(text)
-    found = offsets_spelling_a_word(text, masked)
+    # Only AMP015's gate reads whether a device is built or written as an indexed string, and
+    # only once an autocast class is named, which an ASCII text without ``autocast`` cannot do
+    # (outside ASCII an identifier may spell it in another form: ``ａｕｔｏｃａｓｔ``).
+    devices = "AMP015" in codes and ("autocast" in text or not text.isascii())
+    found = offsets_spelling_a_word(text, masked, devices)
     for word in _LATE_WORDS:
         at = text.find(word)
         while at >= 0:
@@ -261,7 +265,7 @@ def codes_that_may_report_from_text(codes: frozenset[str], text: str, with_proje
     # Where a string like ``"cuda:0"`` may be written: where :data:`INDEXED_SOURCE` may begin
     # (a quote, perhaps a word, a colon: a superset, and linear where that pattern is not on
     # a whole text), or an escape that may write a colon or a digit.
-    for pattern in (NUMERIC_ESCAPE, _INDEXED_START):
+    for pattern in (NUMERIC_ESCAPE, _INDEXED_START) if devices else ():
         found.update(match.start() for match in pattern.finditer(text))
     numbers = sorted({bisect_right(starts, at) for at in found})
     module = logical_lines_spelling(text, masked, starts, numbers)

@@ -39,12 +39,13 @@ def lines_spelling_a_word(text: str, lines: list[str]) -> list[int]:
     return sorted({bisect_right(starts, offset) for offset in offsets_spelling_a_word(text)})
 
 
-def offsets_spelling_a_word(text: str, code: str | None = None) -> set[int]:
+def offsets_spelling_a_word(text: str, code: str | None = None, devices: bool = True) -> set[int]:
     """Where ``text`` spells a word a flag reads, begins a ``device`` call or is not ASCII.
     ``code``: the text with its strings and comments masked, character for character
     (:func:`amplint.logical_lines.masked_code`); then only characters outside ASCII in code
     count, as only an identifier is read in Python's normal form (a string's or a comment's
-    characters spell no identifier, and those of its words that a flag reads are ASCII)."""
+    characters spell no identifier, and those of its words that a flag reads are ASCII).
+    Without ``devices``, a ``device`` call is not looked for (its flag is not to be read)."""
     at: set[int] = set()
     for word in WALK_WORDS:
         at.update(_occurrences(text, word))
@@ -57,7 +58,7 @@ def offsets_spelling_a_word(text: str, code: str | None = None) -> set[int]:
     # ``\bamp\b``: ``re`` finds a pattern that begins with ``\b`` at every position, slowly
     at.update(found for found in _occurrences(text, "amp")
               if not _word_character(text, found - 1) and not _word_character(text, found + 3))
-    if "device" in text:
+    if devices and "device" in text:
         at.update(match.start() for match in DEVICE_CALL.finditer(text))
     outside = text if code is None else code
     if not outside.isascii():
