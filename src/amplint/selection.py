@@ -118,7 +118,7 @@ class _Plan:
         # members of a group that hits are searched for as they are written.
         self.screen = _screening_groups((*self.exact, *self.words))
         self._screens: dict[bool, list] = {}
-        self._matchers: dict[bool, tuple | None] = {}
+        self._screen_matcher: tuple | None | object = _UNBUILT
         # Every token a rule is asked about (triggers and required tokens): in bytes, all are
         # answered by the one pass of :meth:`tokens_in`.
         self.tokens = tuple(dict.fromkeys(
@@ -154,13 +154,15 @@ class _Plan:
         """The indices of the :attr:`screen` groups one of whose strings occurs in ``lowered`` (the
         lower-cased text), all found in one pass of an Aho-Corasick automaton; ``None`` without
         one (``ahocorasick_rs`` not installed): then each group is searched apart."""
-        as_text = isinstance(lowered, str)
-        matcher = self._matchers.get(as_text, _UNBUILT)
-        if matcher is _UNBUILT:
-            matcher = self._matchers[as_text] = _screening_automaton(self.screen, as_text)
-        if matcher is None:
+        if self._screen_matcher is _UNBUILT:
+            self._screen_matcher = _screening_automaton(self.screen)
+        if self._screen_matcher is None:
             return None
-        automaton, group_of = matcher
+        automaton, group_of = self._screen_matcher
+        if isinstance(lowered, str):
+            # The strings are ASCII: each occurs in the text where its bytes occur in the text's
+            # UTF-8 form (a lone surrogate, from bytes decoded with ``surrogateescape``, kept).
+            lowered = lowered.encode("utf-8", "surrogatepass")
         # Every occurrence, overlapping ones too: an occurrence the automaton skipped because it
         # overlaps another would leave its group unfound, and its members ruled out.
         return {group_of[index] for index, _, _ in automaton.find_matches_as_indexes(lowered, overlapping=True)}
@@ -180,7 +182,7 @@ def _token_automaton(tokens: tuple[str, ...]) -> tuple | None:
     return ahocorasick_rs.BytesAhoCorasick([form.encode("ascii") for form in forms]), forms
 
 
-def _screening_automaton(screen, as_text: bool) -> tuple | None:
+def _screening_automaton(screen) -> tuple | None:
     """(an automaton of every screening string, the group of each string by its index), or
     ``None`` when ``ahocorasick_rs`` cannot be imported."""
     try:
@@ -194,8 +196,6 @@ def _screening_automaton(screen, as_text: bool) -> tuple | None:
         group_of.extend([index] * len(group))
     if not strings:
         return None
-    if as_text:
-        return ahocorasick_rs.AhoCorasick(strings), group_of
     return ahocorasick_rs.BytesAhoCorasick([s.encode("ascii") for s in strings]), group_of
 
 
