@@ -6,6 +6,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from amplint.settings import Settings
+from amplint.token_search import UNBUILT, screening_automaton, screening_groups, token_automaton
 
 # Words the facts and the noqa reader read whatever their case: a ``step`` on a receiver named
 # like a scaler (``GRAD_SCALER.step(opt)``), a ``with`` item named like autocast
@@ -116,14 +117,14 @@ class _Plan:
         # about as fast as one ``in`` test (it scans for the shared first character). Most files
         # hold none of them: a group that misses rules out each of its members, and only the
         # members of a group that hits are searched for as they are written.
-        self.screen = _screening_groups((*self.exact, *self.words))
+        self.screen = screening_groups((*self.exact, *self.words))
         self._screens: dict[bool, list] = {}
-        self._screen_matcher: tuple | None | object = _UNBUILT
+        self._screen_matcher: tuple | None | object = UNBUILT
         # Every token a rule is asked about (triggers and required tokens): in bytes, all are
         # answered by the one pass of :meth:`tokens_in`.
         self.tokens = tuple(dict.fromkeys(
             (*self.exact, *self.words, *(t for rule, _ in self.rules for t in (*rule.triggers, *rule.requires)))))
-        self._bytes_matcher: tuple | None | object = _UNBUILT
+        self._bytes_matcher: tuple | None | object = UNBUILT
 
     def screens(self, as_text: bool) -> list:
         """:attr:`screen` ready to search a text (``as_text``) or bytes: compiled patterns, encoded
@@ -142,8 +143,8 @@ class _Plan:
         Aho-Corasick automaton over ``lowered``: a token whose form is not there is not in the
         file (a word is, where its form is), and only a token whose form is there is searched as
         written. ``None`` without ``ahocorasick_rs``."""
-        if self._bytes_matcher is _UNBUILT:
-            self._bytes_matcher = _token_automaton(self.tokens)
+        if self._bytes_matcher is UNBUILT:
+            self._bytes_matcher = token_automaton(self.tokens)
         if self._bytes_matcher is None:
             return None
         automaton, form_of = self._bytes_matcher
@@ -154,8 +155,8 @@ class _Plan:
         """The indices of the :attr:`screen` groups one of whose strings occurs in ``lowered`` (the
         lower-cased text), all found in one pass of an Aho-Corasick automaton; ``None`` without
         one (``ahocorasick_rs`` not installed): then each group is searched apart."""
-        if self._screen_matcher is _UNBUILT:
-            self._screen_matcher = _screening_automaton(self.screen)
+        if self._screen_matcher is UNBUILT:
+            self._screen_matcher = screening_automaton(self.screen)
         if self._screen_matcher is None:
             return None
         automaton, group_of = self._screen_matcher
@@ -166,57 +167,6 @@ class _Plan:
         # Every occurrence, overlapping ones too: an occurrence the automaton skipped because it
         # overlaps another would leave its group unfound, and its members ruled out.
         return {group_of[index] for index, _, _ in automaton.find_matches_as_indexes(lowered, overlapping=True)}
-
-
-_UNBUILT = object()
-def _token_automaton(tokens: tuple[str, ...]) -> tuple | None:
-    """(an automaton of the lower-cased forms of ``tokens``, the form of each pattern by its
-    index), or ``None`` when ``ahocorasick_rs`` cannot be imported."""
-    try:
-        import ahocorasick_rs
-    except ImportError:
-        return None
-    forms = sorted({token.lower() for token in tokens})
-    if not forms:
-        return None
-    return ahocorasick_rs.BytesAhoCorasick([form.encode("ascii") for form in forms]), forms
-
-
-def _screening_automaton(screen) -> tuple | None:
-    """(an automaton of every screening string, the group of each string by its index), or
-    ``None`` when ``ahocorasick_rs`` cannot be imported."""
-    try:
-        import ahocorasick_rs
-    except ImportError:
-        return None
-    strings: list[str] = []
-    group_of: list[int] = []
-    for index, (_, _, _, group) in enumerate(screen):
-        strings.extend(group)
-        group_of.extend([index] * len(group))
-    if not strings:
-        return None
-    return ahocorasick_rs.BytesAhoCorasick([s.encode("ascii") for s in strings]), group_of
-
-
-def _screening_groups(tokens: tuple[str, ...]) -> tuple[tuple[str, bool, tuple[str, ...], tuple[str, ...]], ...]:
-    """(what to search in the lower-cased text, whether it is a regular expression, the tokens it
-    answers for, the screening strings it searches), for each first character of the tokens'
-    lower-cased forms. Where a token occurs
-    (in any case, for a word), its lower-cased form and every screening string it holds occur in
-    the lower-cased text: a group that finds none of its strings holds none of its members."""
-    lowered = {token.lower() for token in tokens}
-    screening = sorted(s for s in lowered if not any(other != s and other in s for other in lowered))
-    members: dict[str, list[str]] = {s: [] for s in screening}
-    for token in tokens:
-        members[next(s for s in screening if s in token.lower())].append(token)
-    groups: dict[str, list[str]] = {}
-    for screen in screening:
-        groups.setdefault(screen[0], []).append(screen)
-    return tuple(
-        (group[0], False, tuple(members[group[0]]), tuple(group)) if len(group) == 1
-        else ("|".join(map(_escape, group)), True, tuple(t for s in group for t in members[s]), tuple(group))
-        for group in groups.values())
 
 
 def _all_tokens(codes: frozenset[str]) -> tuple[tuple[bytes, ...], tuple[bytes, ...]]:
@@ -294,12 +244,6 @@ def _screen(plan: _Plan, text: str | bytes, occurs: _Presence) -> set[str]:
     for members in missed:
         occurs.known.update(dict.fromkeys(members, False))
     return found
-
-
-def _escape(token: str) -> str:
-    import re
-
-    return re.escape(token)
 
 
 @lru_cache(maxsize=64)
