@@ -77,3 +77,29 @@ def test_a_run_whose_files_need_no_parse_never_imports_libcst(tmp_path):
     run = subprocess.run([sys.executable, "-c", SCRIPT, *names, str(tmp_path / "train.py")], capture_output=True, text=True, check=True)
     findings, imported = run.stdout.split()
     assert int(findings) >= 1 and imported == "True"
+
+
+def test_a_gates_answer_that_read_the_project_is_asked_again_where_the_file_is_linted(tmp_path):
+    # AMP006's gate asks the project whether an imported class builds a GradScaler; the question
+    # is recorded in the context of the pass that asked it. The second pass asks it again, so
+    # that its cache entry records what the result depends on.
+    from amplint.project.phase import with_project_context
+
+    (tmp_path / "helpers.py").write_text(
+        "import torch\n\n\nclass Wrapper:\n    def __init__(self):\n        self.s = torch.cuda.amp.GradScaler()\n\n\n"
+        "def save_ckpt(optimizer, path):\n    torch.save({'optimizer': optimizer.state_dict()}, path)\n", encoding="utf-8")
+    train = tmp_path / "train.py"
+    train.write_text(
+        "import torch\nfrom helpers import Wrapper, save_ckpt\n\nscaler_cfg = 1\nw = Wrapper()\n"
+        "save_ckpt(optimizer, 'ckpt.pt')\nwith torch.cuda.amp.autocast():\n    pass\n", encoding="utf-8")
+    job = Job(str(train), Settings(root=str(tmp_path)), display="train.py")
+    data = train.read_bytes()
+    asked = with_project_context(job, data)
+    assert asked.project is not None
+    first = process_file(asked, data, lint=False)
+    assert isinstance(first, ToLint) and first.gated is None and asked.project.read
+    jobs = [Job(str(train), Settings(root=str(tmp_path)), display="train.py")]
+    two = run_jobs(jobs * POOL_THRESHOLD, 2)
+    one = run_jobs(jobs, 1)
+    assert all(_outcome(result) == _outcome(one[0]) for result in two)
+    assert one[0].findings

@@ -144,7 +144,9 @@ def process_file(job: Job, data: bytes | None = None, lint: bool = True) -> File
             cache.put(source.text, filename, job.settings, result, job.project)
         return result
     if not lint:
-        return ToLint(gated)
+        # Handed on only when it did not read the project: the questions the gates asked of it
+        # are recorded in this pass's context, and the lint's cache entry must record them.
+        return ToLint(gated if job.project is None or not getattr(job.project, "read", True) else None)
     try:
         result = lint_text(source.text, filename, job.settings, fix=job.mode in ("fix", "diff"), unsafe=job.unsafe, edits=job.edits,
                            project=job.project, gated=gated)
