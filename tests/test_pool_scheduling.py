@@ -48,7 +48,7 @@ def test_the_dearest_jobs_are_handed_out_first(monkeypatch):
 
     handed: list[int] = []
 
-    def run_round(process_file, jobs, waiting, results, progress, workers, context, on_results=None):
+    def run_round(process_file, jobs, waiting, results, progress, workers, context):
         handed.extend(waiting)
         for index in waiting:
             results[index] = process_file(jobs[index])

@@ -56,18 +56,6 @@ class Job:
     # --fix: write the fixed file here (False: leave it in ``FileResult.pending_write`` for the
     # caller, who writes only once every file was checked).
     write: bool = True
-    # The rule gates were asked of the file's logical lines in a first pass over the files
-    # (run_jobs) and left ``gated`` (``None``: they could not be asked so): not asked again.
-    screened: bool = False
-    gated: frozenset[str] | None = None
-
-
-@dataclass(frozen=True)
-class ToLint:
-    """A first pass's answer for a file that must be parsed to be linted: what the rule gates
-    left to run on its logical lines (``None``: they could not be asked so)."""
-
-    gated: frozenset[str] | None = None
 
 
 def skipped_result(data: bytes, filename: str, explicit: bool, text: str | None = None) -> FileResult:
@@ -92,10 +80,8 @@ def skipped_result(data: bytes, filename: str, explicit: bool, text: str | None 
     return result
 
 
-def process_file(job: Job, data: bytes | None = None, lint: bool = True) -> FileResult | ToLint:
-    """Lint (or fix) one file; ``data``: its bytes, when the caller has read them already.
-    Without ``lint``, a :class:`ToLint` for a file that must be parsed to be linted (a first
-    pass, in a process that has not imported the parser)."""
+def process_file(job: Job, data: bytes | None = None) -> FileResult:
+    """Lint (or fix) one file; ``data``: its bytes, when the caller has read them already."""
     filename = job.display or job.path
     path = Path(job.path)
     notebook = job.notebook if job.notebook is not None else path.suffix == ".ipynb"
@@ -105,7 +91,7 @@ def process_file(job: Job, data: bytes | None = None, lint: bool = True) -> File
         except SourceError as exc:
             return FileResult(filename=filename, errors=[FileError(filename, str(exc).replace(str(path), filename, 1))])
     if notebook:
-        return _process_notebook(job, path, data, filename) if lint else ToLint()
+        return _process_notebook(job, path, data, filename)
     ascii_only = data.isascii()
     if ascii_only and not may_have_findings(data, job.settings, filename):
         return skipped_result(data, filename, job.explicit)
@@ -134,19 +120,12 @@ def process_file(job: Job, data: bytes | None = None, lint: bool = True) -> File
         cached = cache.get(source.text, filename, job.settings, job.project)
         if cached is not None:
             return cached
-    if job.screened:
-        gated = job.gated  # asked in the first pass over the files (run_jobs)
-    else:
-        gated = None if job.explicit else gated_unparsed(source.text, filename, job.settings, job.project)
+    gated = None if job.explicit else gated_unparsed(source.text, filename, job.settings, job.project)
     if gated is not None and not gated:
         result = skipped_result(data, filename, job.explicit)
         if cache is not None:
             cache.put(source.text, filename, job.settings, result, job.project)
         return result
-    if not lint:
-        # Handed on only when it did not read the project: the questions the gates asked of it
-        # are recorded in this pass's context, and the lint's cache entry must record them.
-        return ToLint(gated if job.project is None or not getattr(job.project, "read", True) else None)
     try:
         result = lint_text(source.text, filename, job.settings, fix=job.mode in ("fix", "diff"), unsafe=job.unsafe, edits=job.edits,
                            project=job.project, gated=gated)
@@ -242,71 +221,11 @@ def write_pending(pending: tuple[FileResult, Job]) -> FileResult:
 
 
 def run_jobs(jobs: Sequence[Job], workers: int | None = None) -> list[FileResult]:
-    """Process files, in parallel when it pays off; results come back in input order.
+    """Process files, in parallel when it pays off; results come back in input order."""
+    from amplint.pool import run_in_pool
 
-    A run large enough for a pool goes over its files twice: workers forked before libcst is
-    imported read every file and settle those that need no parse (most of them: skipped by the
-    prefilter, ruled out by the rule gates on their logical lines, found in the cache), while
-    this process imports libcst, the facts and the rules, once the first file that needs them
-    comes back; then workers forked from it lint those files. Nothing waits for the import
-    before the first files are read, and no worker imports it again."""
-    from amplint.pool import POOL_THRESHOLD, default_jobs, forks, run_in_pool
-
-    workers = workers or default_jobs()
     # A file that asks about the modules it imports is given their summaries where it is linted.
-    if workers <= 1 or len(jobs) < POOL_THRESHOLD or not forks():
-        return run_in_pool(lint_with_project, jobs, workers, lost=_worker_died, cost=_file_size)
-    _import_screening(jobs)
-    parsing = _ParsingImport(jobs)
-    results = run_in_pool(screen_with_project, jobs, workers, parses=False, lost=_worker_died, cost=_file_size,
-                          on_results=parsing.when_needed)
-    left = [index for index, result in enumerate(results) if isinstance(result, ToLint)]
-    if left:
-        parsing.now()
-        # Every one in a worker, however few: a parser's native crash costs that file alone.
-        second = [replace(jobs[index], screened=True, gated=results[index].gated) for index in left]
-        linted = run_in_pool(lint_with_project, second, workers, lost=_worker_died, cost=_file_size, threshold=1)
-        for index, result in zip(left, linted):
-            results[index] = result
-    return results
-
-
-def _import_screening(jobs: Sequence[Job]) -> None:
-    """What the first pass uses, imported once before its workers are forked: the rule gates on
-    logical lines, the project pass's questions, the prefilter's automaton."""
-    import amplint.logical_lines  # noqa: F401
-    import amplint.project.phase  # noqa: F401
-    import amplint.project.asking  # noqa: F401
-    import amplint.rule_gates  # noqa: F401
-    from amplint.selection import prepare_prefilter
-
-    for settings in {job.settings for job in jobs}:
-        prepare_prefilter(settings)
-
-
-class _ParsingImport:
-    """Imports what linting ``jobs`` needs, once, when a first pass returns a file to lint."""
-
-    def __init__(self, jobs: Sequence[Job]) -> None:
-        self.jobs = jobs
-        self.done = False
-
-    def when_needed(self, results: list) -> None:
-        if not self.done and any(isinstance(result, ToLint) for result in results):
-            self.now()
-
-    def now(self) -> None:
-        if not self.done:
-            from amplint.pool import import_parsing
-
-            import_parsing(self.jobs)
-            self.done = True
-
-
-def screen_with_project(job: Job) -> FileResult | ToLint:
-    """The first pass over a file (:func:`run_jobs`): its result when it needs no parse, else a
-    :class:`ToLint`."""
-    return lint_with_project(job, lint=False)
+    return run_in_pool(lint_with_project, jobs, workers, lost=_worker_died, cost=_file_size)
 
 
 def _file_size(job: Job) -> int:
@@ -324,13 +243,12 @@ def _worker_died(job: Job, reason: str) -> FileResult:
     return FileResult(filename=name, errors=[FileError(name, f"{name}: not linted: {reason}", internal=True)])
 
 
-def lint_with_project(job: Job, lint: bool = True) -> FileResult | ToLint:
-    """Lint one file with what its imports reach (the project pass); runs in a worker. Without
-    ``lint``: as :func:`process_file`."""
+def lint_with_project(job: Job) -> FileResult:
+    """Lint one file with what its imports reach (the project pass); runs in a worker."""
     from amplint.project.phase import with_project_context
 
     if job.notebook or job.path.endswith(".ipynb"):
-        return process_file(job, lint=lint)  # a notebook asks nothing of the project
+        return process_file(job)  # a notebook asks nothing of the project
     try:
         data = read_bytes(job.path)
     except SourceError:
@@ -341,7 +259,7 @@ def lint_with_project(job: Job, lint: bool = True) -> FileResult | ToLint:
     if not may_have_findings(data, job.settings, job.display or job.path) and (data.isascii() or not may_declare_encoding(data)):
         return process_file(job, data)
     # Read once: the question whether the file asks and its lint share the bytes.
-    return process_file(with_project_context(job, data), data, lint=lint)
+    return process_file(with_project_context(job, data), data)
 
 
 def default_jobs() -> int:

@@ -18,16 +18,12 @@ def default_jobs() -> int:
 POOL_THRESHOLD = 24
 
 
-def forks() -> bool:
-    """Worker processes are forked here (they share what this process imported)."""
-    import multiprocessing
+def _import_parsing(jobs: Sequence) -> None:
+    """Import libcst, the facts and the enabled rules once, before forking workers.
 
-    return "fork" in multiprocessing.get_all_start_methods()
-
-
-def import_parsing(jobs: Sequence) -> None:
-    """Import libcst, the facts and the enabled rules once, before forking workers that parse:
-    they share the modules instead of each importing them again."""
+    A run this large almost always parses some file; imported here, the workers share the
+    modules instead of each importing them again.
+    """
     from amplint.parsing_modules import import_parsing_modules
     from amplint.selection import rules_for
 
@@ -37,30 +33,26 @@ def import_parsing(jobs: Sequence) -> None:
 
 
 def run_in_pool(process_file: Callable, jobs: Sequence, workers: int | None = None, parses: bool = True,
-                lost: Callable[[object, str], object] | None = None, cost: Callable[[object], int] | None = None,
-                threshold: int = POOL_THRESHOLD, on_results: Callable[[list], None] | None = None) -> list:
-    """``process_file`` over ``jobs``, in parallel when it pays off (at least ``threshold`` jobs);
-    results in input order.
+                lost: Callable[[object, str], object] | None = None, cost: Callable[[object], int] | None = None) -> list:
+    """``process_file`` over ``jobs``, in parallel when it pays off; results in input order.
 
-    ``parses``: the jobs parse with libcst, imported before the fork (a first pass that only
-    reads files does not). ``cost``: a job's expected cost (a file's size), by which the jobs
-    are handed out, dearest first (:func:`_chunked`). ``on_results``: called here with the
-    results of each chunk as it comes back from a worker.
+    ``parses``: the jobs are engine ``Job``s that parse with libcst (the project pass's summaries
+    use only ``ast`` and need nothing imported before the fork). ``cost``: a job's expected cost
+    (a file's size), by which the jobs are handed out, dearest first (:func:`_chunked`).
 
     A worker that dies (a native crash in a parser, the kernel's OOM killer) costs only the job
     it was running: the others are run again in a fresh pool, each job that was in progress when
     the pool broke is then run alone, and a job whose worker dies again gives ``lost(job,
     reason)``. Without ``lost`` the pool's ``BrokenProcessPool`` is raised."""
     workers = workers or default_jobs()
-    if workers <= 1 or len(jobs) < threshold:
+    if workers <= 1 or len(jobs) < POOL_THRESHOLD:
         return [process_file(job) for job in jobs]
-    workers = min(workers, len(jobs))
     import multiprocessing
 
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else None
     context = multiprocessing.get_context(method)
     if method == "fork" and parses:
-        import_parsing(jobs)
+        _import_parsing(jobs)
     progress = context.Array("b", len(jobs), lock=False)  # per job: 0 waiting, 1 started, 2 done
     results: list = [_MISSING] * len(jobs)
     waiting = list(range(len(jobs)))
@@ -68,7 +60,7 @@ def run_in_pool(process_file: Callable, jobs: Sequence, workers: int | None = No
         costs = [cost(job) for job in jobs]
         waiting.sort(key=lambda index: -costs[index])
     while waiting:
-        suspects = _run_round(process_file, jobs, waiting, results, progress, workers, context, on_results)
+        suspects = _run_round(process_file, jobs, waiting, results, progress, workers, context)
         for index in suspects:
             results[index] = _run_alone(process_file, jobs[index], progress, index, context, lost)
         waiting = [i for i in waiting if results[i] is _MISSING]
@@ -137,8 +129,7 @@ def _new_pool(workers: int, context, progress):
                                initargs=(os.getpid(), progress, ceiling))
 
 
-def _run_round(process_file, jobs, waiting: list[int], results: list, progress, workers: int, context,
-               on_results: Callable[[list], None] | None = None) -> list[int]:
+def _run_round(process_file, jobs, waiting: list[int], results: list, progress, workers: int, context) -> list[int]:
     """Run ``waiting`` in one pool, filling ``results``; the jobs in progress if the pool broke."""
     from concurrent.futures import as_completed
     from concurrent.futures.process import BrokenProcessPool
@@ -150,11 +141,8 @@ def _run_round(process_file, jobs, waiting: list[int], results: list, progress, 
         futures = {pool.submit(_run_chunk, process_file, chunk, [jobs[i] for i in chunk]): chunk for chunk in chunks}
         try:
             for future in as_completed(futures):
-                chunk = future.result()
-                for index, result in zip(futures[future], chunk):
+                for index, result in zip(futures[future], future.result()):
                     results[index] = result
-                if on_results is not None:
-                    on_results(chunk)
         except BrokenProcessPool:
             left = [i for i in waiting if results[i] is _MISSING]
             started = [i for i in left if progress[i] == 1]

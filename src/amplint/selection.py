@@ -341,13 +341,6 @@ def _screened(codes: frozenset[str]) -> frozenset[str]:
                      if not (any_case(token) and ("i" in token.lower() or "k" in token.lower())))
 
 
-def prepare_prefilter(settings: Settings) -> None:
-    """Build what the prefilter searches files with under ``settings`` now (before worker
-    processes are forked, which then share it)."""
-    if settings.prefilter:
-        _plan(settings.enabled_codes("a.py")).tokens_in(b"", b"")
-
-
 def may_have_findings(data: bytes | str, settings: Settings, filename: str) -> bool:
     """False when no enabled rule's trigger occurs in the file, so it need not be parsed."""
     if not settings.prefilter:
