@@ -1,5 +1,5 @@
-"""The prefilter's screening pass: one Aho-Corasick automaton of every screening string finds
-exactly the groups that searching each group apart finds, and without ``ahocorasick_rs`` the
+"""The prefilter's screening pass: one Aho-Corasick automaton of every token's lower-cased form
+finds each token a search for it finds, in bytes and in text, and without ``ahocorasick_rs`` the
 prefilter answers the same."""
 
 from __future__ import annotations
@@ -40,35 +40,30 @@ OVERLAPPING = [
 ]
 
 
-def _per_group(plan, lowered) -> set[int]:
-    as_text = isinstance(lowered, str)
-    found = set()
-    for index, (needle, is_pattern, _, _) in enumerate(plan.screen):
-        if is_pattern:
-            hit = selection._pattern(needle, as_text).search(lowered) is not None
-        else:
-            hit = (needle if as_text else needle.encode("ascii")) in lowered
-        if hit:
-            found.add(index)
-    return found
+def _searched(plan, text: str) -> dict[str, bool]:
+    """Each token searched for in the text apart: a word in the lower-cased text."""
+    return {t: (t.lower() in text.lower()) if selection.any_case(t) else t in text for t in plan.tokens}
 
 
 @pytest.mark.parametrize("codes", [ALL_CODES, DEFAULT_CODES], ids=["ALL", "default"])
-def test_the_automaton_finds_the_groups_each_search_finds(codes):
+def test_the_automaton_finds_in_a_text_each_token_a_search_finds(codes):
     pytest.importorskip("ahocorasick_rs")
     plan = selection._plan(codes)
     for text in [*OVERLAPPING, *_texts()]:
-        for lowered in (text.lower(), text.encode("utf-8", "surrogatepass").lower()):
-            assert plan.groups_found(lowered) == _per_group(plan, lowered), text[:80]
+        # A text is searched as its UTF-8 form (lone surrogates kept), as the prefilter does.
+        present = plan.tokens_in(text.encode("utf-8", "surrogatepass"), text.lower().encode("utf-8", "surrogatepass"))
+        assert present == _searched(plan, text), text[:80]
 
 
-def test_a_screening_string_inside_another_ones_occurrence_is_found():
+def test_a_token_inside_another_ones_occurrence_is_found():
     pytest.importorskip("ahocorasick_rs")
     plan = selection._plan(ALL_CODES)
-    strings = {s: index for index, (_, _, _, group) in enumerate(plan.screen) for s in group}
-    assert {"scaler", ".scale("} <= set(strings)
-    # ``.scale(`` and ``scaler`` overlap in ``.scaler(``: both groups are found.
-    assert {strings["scaler"], strings[".scale("]} <= plan.groups_found(b"x.scale(y).scaler(")
+    assert {"autocast", "is_autocast_enabled"} <= set(plan.tokens)
+    # ``autocast`` lies inside ``is_autocast_enabled``: a search that reports only occurrences
+    # that do not overlap would find one of them; both are found.
+    data = b"if torch.is_autocast_enabled():"
+    present = plan.tokens_in(data, data.lower())
+    assert present["autocast"] and present["is_autocast_enabled"]
 
 
 @pytest.mark.parametrize("codes", [ALL_CODES, DEFAULT_CODES], ids=["ALL", "default"])
@@ -79,7 +74,7 @@ def test_without_the_automaton_the_prefilter_answers_the_same(codes, monkeypatch
     selection._plan.cache_clear()
     try:
         plan = selection._plan(codes)
-        assert plan.groups_found("autocast") is None
+        assert plan.tokens_in(b"autocast", b"autocast") is None
         without = [(selection._firing_codes(t, codes), selection._firing_codes(t.encode("utf-8", "surrogatepass"), codes)) for t in texts]
     finally:
         selection._plan.cache_clear()

@@ -244,7 +244,7 @@ def codes_that_may_report_from_text(codes: frozenset[str], text: str, with_proje
     from amplint.logical_lines import logical_lines_spelling, masked_code
     from amplint.project.quiet_parse import parse
     from amplint.tree_literals import NUMERIC_ESCAPE
-    from amplint.walk_words import offsets_spelling_a_word
+    from amplint.walk_words import occurrences, offsets_spelling_a_word
 
     masked = masked_code(text)
     if masked is None:
@@ -258,10 +258,7 @@ def codes_that_may_report_from_text(codes: frozenset[str], text: str, with_proje
     devices = "AMP015" in codes and ("autocast" in text or not text.isascii())
     found = offsets_spelling_a_word(text, masked, devices)
     for word in _LATE_WORDS:
-        at = text.find(word)
-        while at >= 0:
-            found.add(at)
-            at = text.find(word, at + len(word))
+        found.update(occurrences(text, word))
     # Where a string like ``"cuda:0"`` may be written: where :data:`INDEXED_SOURCE` may begin
     # (a quote, perhaps a word, a colon: a superset, and linear where that pattern is not on
     # a whole text), or an escape that may write a colon or a digit.

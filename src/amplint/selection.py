@@ -6,7 +6,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from amplint.settings import Settings
-from amplint.token_search import UNBUILT, screening_automaton, screening_groups, token_automaton
+from amplint.token_search import UNBUILT, screening_groups, token_automaton
 
 # Words the facts and the noqa reader read whatever their case: a ``step`` on a receiver named
 # like a scaler (``GRAD_SCALER.step(opt)``), a ``with`` item named like autocast
@@ -110,18 +110,16 @@ class _Plan:
                 covers.update(w for w in self.words if w in lowered)
             self.rules.append((rule, frozenset(covers)))
         self.every_rule_has_triggers = all(covers is not None for _, covers in self.rules)
-        # One screening pass over the lower-cased file for the words and the exact tokens alike:
-        # their lower-cased forms, less any that holds another, grouped by first character, all
-        # searched at once by an Aho-Corasick automaton (:meth:`groups_found`). Without one, each
-        # group is searched apart: ``re`` searches an alternation of literals that begin alike
-        # about as fast as one ``in`` test (it scans for the shared first character). Most files
-        # hold none of them: a group that misses rules out each of its members, and only the
-        # members of a group that hits are searched for as they are written.
+        # Without ``ahocorasick_rs``, one screening pass over the lower-cased file for the words
+        # and the exact tokens alike: their lower-cased forms, less any that holds another,
+        # grouped by first character. ``re`` searches an alternation of literals that begin
+        # alike about as fast as one ``in`` test (it scans for the shared first character), and
+        # most files hold none of them: a group that misses rules out each of its members, and
+        # only the members of a group that hits are searched for as they are written.
         self.screen = screening_groups((*self.exact, *self.words))
         self._screens: dict[bool, list] = {}
-        self._screen_matcher: tuple | None | object = UNBUILT
-        # Every token a rule is asked about (triggers and required tokens): in bytes, all are
-        # answered by the one pass of :meth:`tokens_in`.
+        # Every token a rule is asked about (triggers and required tokens): with the package,
+        # all are answered by the one pass of :meth:`tokens_in`.
         self.tokens = tuple(dict.fromkeys(
             (*self.exact, *self.words, *(t for rule, _ in self.rules for t in (*rule.triggers, *rule.requires)))))
         self._bytes_matcher: tuple | None | object = UNBUILT
@@ -133,7 +131,7 @@ class _Plan:
         if ready is None:
             ready = self._screens[as_text] = [
                 (_pattern(screen, as_text) if regex else screen if as_text else screen.encode("ascii"), regex, members)
-                for screen, regex, members, _ in self.screen]
+                for screen, regex, members in self.screen]
         return ready
 
 
@@ -150,23 +148,6 @@ class _Plan:
         automaton, form_of = self._bytes_matcher
         seen = {form_of[index] for index, _, _ in automaton.find_matches_as_indexes(lowered, overlapping=True)}
         return {token: token.lower() in seen and (any_case(token) or token.encode("ascii") in data) for token in self.tokens}
-
-    def groups_found(self, lowered: str | bytes) -> set[int] | None:
-        """The indices of the :attr:`screen` groups one of whose strings occurs in ``lowered`` (the
-        lower-cased text), all found in one pass of an Aho-Corasick automaton; ``None`` without
-        one (``ahocorasick_rs`` not installed): then each group is searched apart."""
-        if self._screen_matcher is UNBUILT:
-            self._screen_matcher = screening_automaton(self.screen)
-        if self._screen_matcher is None:
-            return None
-        automaton, group_of = self._screen_matcher
-        if isinstance(lowered, str):
-            # The strings are ASCII: each occurs in the text where its bytes occur in the text's
-            # UTF-8 form (a lone surrogate, from bytes decoded with ``surrogateescape``, kept).
-            lowered = lowered.encode("utf-8", "surrogatepass")
-        # Every occurrence, overlapping ones too: an occurrence the automaton skipped because it
-        # overlaps another would leave its group unfound, and its members ruled out.
-        return {group_of[index] for index, _, _ in automaton.find_matches_as_indexes(lowered, overlapping=True)}
 
 
 def _all_tokens(codes: frozenset[str]) -> tuple[tuple[bytes, ...], tuple[bytes, ...]]:
@@ -211,25 +192,18 @@ def _firing_codes(text: str | bytes, codes: frozenset[str]) -> frozenset[str]:
 def _screen(plan: _Plan, text: str | bytes, occurs: _Presence) -> set[str]:
     """The plan's tokens that occur in ``text``, each searched once; most files hold none, and
     then no rule is asked (nor is what was not found written down)."""
-    if isinstance(text, bytes):
-        present = plan.tokens_in(text, occurs.lowered())
-        if present is not None:
-            found_tokens = {token for token in (*plan.exact, *plan.words) if present[token]}
-            if found_tokens:
-                occurs.known.update(present)
-            return found_tokens
     lowered = occurs.lowered()
-    hit = plan.groups_found(lowered)
-    if hit is not None:
-        if not hit:
-            return set()
-        found_in: set[str] = set()
-        for index, (_, _, members, _) in enumerate(plan.screen):
-            if index in hit:
-                found_in.update(t for t in members if occurs(t))
-            else:
-                occurs.known.update(dict.fromkeys(members, False))
-        return found_in
+    if isinstance(text, bytes):
+        present = plan.tokens_in(text, lowered)
+    else:
+        # The tokens are ASCII: each occurs in the text where its bytes occur in the text's UTF-8
+        # form (a lone surrogate, from bytes decoded with ``surrogateescape``, kept).
+        present = plan.tokens_in(text.encode("utf-8", "surrogatepass"), lowered.encode("utf-8", "surrogatepass"))
+    if present is not None:
+        found_tokens = {token for token in (*plan.exact, *plan.words) if present[token]}
+        if found_tokens:
+            occurs.known.update(present)
+        return found_tokens
     found: set[str] | None = None
     missed = []
     for needle, is_pattern, members in plan.screens(isinstance(text, str)):

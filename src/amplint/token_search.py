@@ -1,7 +1,7 @@
-"""How the prefilter's tokens are searched in a file: the screening groups (the tokens'
-lower-cased forms, less any that holds another, by first character), and the Aho-Corasick
-automata (``ahocorasick-rs``) that find all of them in one pass over a file's bytes. Without the
-package each group is searched apart (:mod:`amplint.selection`), with the same answers."""
+"""How the prefilter's tokens are searched in a file: the Aho-Corasick automaton
+(``ahocorasick-rs``) that finds all of them in one pass over a file's bytes, and, without the
+package, the screening groups searched apart (the tokens' lower-cased forms, less any that holds
+another, by first character), with the same answers (:mod:`amplint.selection`)."""
 
 from __future__ import annotations
 
@@ -24,27 +24,9 @@ def token_automaton(tokens: tuple[str, ...]) -> tuple | None:
     return ahocorasick_rs.BytesAhoCorasick([form.encode("ascii") for form in forms]), forms
 
 
-def screening_automaton(screen) -> tuple | None:
-    """(an automaton of every screening string, the group of each string by its index), or
-    ``None`` when ``ahocorasick_rs`` cannot be imported."""
-    try:
-        import ahocorasick_rs
-    except ImportError:
-        return None
-    strings: list[str] = []
-    group_of: list[int] = []
-    for index, (_, _, _, group) in enumerate(screen):
-        strings.extend(group)
-        group_of.extend([index] * len(group))
-    if not strings:
-        return None
-    return ahocorasick_rs.BytesAhoCorasick([s.encode("ascii") for s in strings]), group_of
-
-
-def screening_groups(tokens: tuple[str, ...]) -> tuple[tuple[str, bool, tuple[str, ...], tuple[str, ...]], ...]:
+def screening_groups(tokens: tuple[str, ...]) -> tuple[tuple[str, bool, tuple[str, ...]], ...]:
     """(what to search in the lower-cased text, whether it is a regular expression, the tokens it
-    answers for, the screening strings it searches), for each first character of the tokens'
-    lower-cased forms. Where a token occurs
+    answers for), for each first character of the tokens' lower-cased forms. Where a token occurs
     (in any case, for a word), its lower-cased form and every screening string it holds occur in
     the lower-cased text: a group that finds none of its strings holds none of its members."""
     lowered = {token.lower() for token in tokens}
@@ -56,6 +38,6 @@ def screening_groups(tokens: tuple[str, ...]) -> tuple[tuple[str, bool, tuple[st
     for screen in screening:
         groups.setdefault(screen[0], []).append(screen)
     return tuple(
-        (group[0], False, tuple(members[group[0]]), tuple(group)) if len(group) == 1
-        else ("|".join(map(re.escape, group)), True, tuple(t for s in group for t in members[s]), tuple(group))
+        (group[0], False, tuple(members[group[0]])) if len(group) == 1
+        else ("|".join(map(re.escape, group)), True, tuple(t for s in group for t in members[s]))
         for group in groups.values())

@@ -48,15 +48,15 @@ def offsets_spelling_a_word(text: str, code: str | None = None, devices: bool = 
     Without ``devices``, a ``device`` call is not looked for (its flag is not to be read)."""
     at: set[int] = set()
     for word in WALK_WORDS:
-        at.update(_occurrences(text, word))
+        at.update(occurrences(text, word))
     if "\u0130" in text:
         at.update(match.start() for match in _ANY_CASE_WORD.finditer(text))
     else:  # lower-casing keeps every offset
         lowered = text.lower()
         for word in WALK_WORDS_ANY_CASE:
-            at.update(_occurrences(lowered, word))
+            at.update(occurrences(lowered, word))
     # ``\bamp\b``: ``re`` finds a pattern that begins with ``\b`` at every position, slowly
-    at.update(found for found in _occurrences(text, "amp")
+    at.update(found for found in occurrences(text, "amp")
               if not _word_character(text, found - 1) and not _word_character(text, found + 3))
     if devices and "device" in text:
         at.update(match.start() for match in DEVICE_CALL.finditer(text))
@@ -66,7 +66,8 @@ def offsets_spelling_a_word(text: str, code: str | None = None, devices: bool = 
     return at
 
 
-def _occurrences(text: str, word: str):
+def occurrences(text: str, word: str):
+    """Where ``word`` begins in ``text``, each place in order."""
     found = text.find(word)
     while found >= 0:
         yield found
