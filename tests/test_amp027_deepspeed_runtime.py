@@ -72,11 +72,14 @@ def main():
         loss = torch.nn.functional.cross_entropy(engine(x).float(), y)
         BACKWARD
         engine.step()
-    print("trained")
+    print("trained", flush=True)
 
 
 if __name__ == "__main__":
     main()
+    # The interpreter's own exit can abort in torch's teardown ("terminate called without an
+    # active exception"): the work is done and printed, leave now.
+    os._exit(0)
 '''
 
 
@@ -157,11 +160,14 @@ def main():
         engine.backward(torch.nn.functional.cross_entropy(engine(x).float(), y))
         STEP
     moved = max((p.detach() - s).abs().max().item() for p, s in zip(model.parameters(), start))
-    print("moved", moved)
+    print("moved", moved, flush=True)
 
 
 if __name__ == "__main__":
     main()
+    # The interpreter's own exit can abort in torch's teardown ("terminate called without an
+    # active exception"): the work is done and printed, leave now.
+    os._exit(0)
 '''
 
 
